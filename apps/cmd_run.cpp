@@ -1,0 +1,112 @@
+// rill run: generate text from a prompt, streaming it to stdout, with timings on stderr.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <sstream>
+
+#include "commands.h"
+#include "model_flags.h"
+#include "runtime/error.h"
+#include "runtime/generate.h"
+
+namespace rill::cli {
+namespace {
+
+struct RunFlags {
+    ModelFlags model;
+    std::string prompt;
+    std::string prompt_file;
+    int n_predict = 128;
+    int threads = 0;
+    int ctx = 0;
+    std::string kv_type = "f16";
+    SamplingParams sampling;
+    int64_t seed = -1;
+};
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error(path + ": cannot open the prompt file");
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+int run(const RunFlags& f) {
+    const auto load_start = std::chrono::steady_clock::now();
+    const auto model = load_model(f.model.path, f.model.load_options());
+    const Vocab vocab = load_vocab(model->file);
+    SessionOptions options;
+    options.n_ctx = f.ctx;
+    options.n_threads = f.threads;
+    options.kv_type = parse_kv_type(f.kv_type);
+    Session session(*model, options);
+    const double load_ms = ms_since(load_start);
+
+    const std::string text = f.prompt_file.empty() ? f.prompt : read_file(f.prompt_file);
+    std::vector<int32_t> prompt = tokenize(vocab, text, true);
+    if (prompt.empty()) throw Error("the prompt is empty and the model has no BOS token to start from");
+    if (int(prompt.size()) >= session.n_ctx())
+        throw Error("the prompt has " + std::to_string(prompt.size()) + " tokens, which leaves no room in the context of " +
+                    std::to_string(session.n_ctx()) + " (raise -c)");
+
+    SamplingParams sampling = f.sampling;
+    sampling.seed = f.seed >= 0 ? uint64_t(f.seed) : std::random_device{}();
+    Sampler sampler(sampling);
+    const GenerationStats stats = generate(session, vocab, prompt, f.n_predict, sampler, [](int32_t, std::string_view piece) {
+        std::fwrite(piece.data(), 1, piece.size(), stdout);
+        std::fflush(stdout);
+        return true;
+    });
+    std::fputc('\n', stdout);
+    std::fflush(stdout);
+
+    const int decoded = std::max(0, stats.n_generated - 1);  // the first token comes from the prefill
+    std::fprintf(stderr,
+                 "\nrill: load %.1f ms | prompt %d tokens | time to first token %.1f ms | prefill %.1f t/s | "
+                 "decode %d tokens, %.1f t/s | %d threads | seed %llu%s\n",
+                 load_ms, stats.n_prompt, stats.prefill_ms, stats.n_prompt * 1000.0 / std::max(stats.prefill_ms, 1e-9),
+                 stats.n_generated, decoded * 1000.0 / std::max(stats.decode_ms, 1e-9), session.n_threads(),
+                 (unsigned long long)sampling.seed, stats.hit_context ? " | stopped: context full" : "");
+    return 0;
+}
+
+}  // namespace
+
+Action add_run(CLI::App& app) {
+    auto f = std::make_shared<RunFlags>();
+    CLI::App* cmd = app.add_subcommand("run", "Generate text from a prompt, streamed to stdout as it is produced");
+    cmd->footer(
+        "Examples:\n"
+        "  rill run -m model.gguf -p \"Once upon a time\" -n 64\n"
+        "  rill run -m model.gguf -p \"\" -n 200 --temp 0      greedy, from BOS alone\n"
+        "Timings (load, time to first token, prefill and decode tokens/s) go to stderr.");
+    f->model.add_to(*cmd);
+    auto* prompt = cmd->add_option("-p,--prompt", f->prompt, "prompt text (empty: start from BOS alone)");
+    cmd->add_option("-f,--file", f->prompt_file, "read the prompt from a file")->excludes(prompt)->check(CLI::ExistingFile);
+    cmd->add_option("-n,--n-predict", f->n_predict, "tokens to generate at most")->capture_default_str()->check(CLI::Range(0, 1 << 24));
+    cmd->add_option("--temp", f->sampling.temperature, "temperature; 0 is greedy")->capture_default_str()->check(CLI::Range(0.0, 100.0));
+    cmd->add_option("--top-k", f->sampling.top_k, "keep the k most likely tokens; 0 is off")->capture_default_str()->check(CLI::Range(0, 1 << 30));
+    cmd->add_option("--top-p", f->sampling.top_p, "keep the most likely tokens up to this total probability; 1 is off")
+        ->capture_default_str()->check(CLI::Range(0.0, 1.0));
+    cmd->add_option("--min-p", f->sampling.min_p, "drop tokens less likely than this × the most likely one; 0 is off")
+        ->capture_default_str()->check(CLI::Range(0.0, 1.0));
+    cmd->add_option("--repeat-penalty", f->sampling.repeat_penalty, "penalise the last 64 tokens; 1 is off")
+        ->capture_default_str()->check(CLI::Range(0.0, 100.0));
+    cmd->add_option("--repeat-last-n", f->sampling.repeat_last_n, "how many recent tokens the penalty covers")
+        ->capture_default_str()->check(CLI::Range(0, 1 << 20));
+    cmd->add_option("--seed", f->seed, "random seed; the same seed gives the same text (default: random)");
+    cmd->add_option("-t,--threads", f->threads, "threads (default: every core)")->check(CLI::Range(1, 1024));
+    cmd->add_option("-c,--ctx-size", f->ctx, "context length in tokens (default: the model's, at most 4096)")
+        ->check(CLI::Range(1, 1 << 24));
+    cmd->add_option("--kv-type", f->kv_type, "KV cache type: f16 or f32")->capture_default_str()->check(CLI::IsMember({"f16", "f32"}));
+    return [f] { return run(*f); };
+}
+
+}  // namespace rill::cli

@@ -1,0 +1,15 @@
+// The rill CLI's subcommands: each registers its flags on the app and runs when chosen.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace rill::cli {
+
+// A subcommand's action, run after parsing succeeded.
+using Action = std::function<int()>;
+
+Action add_run(CLI::App& app);
+Action add_eval(CLI::App& app);
+Action add_info(CLI::App& app);
+
+}  // namespace rill::cli

@@ -1,0 +1,47 @@
+// rill: run GGUF language models on the CPU.
+#include <cstdio>
+#include <new>
+
+#include "commands.h"
+#include "runtime/error.h"
+
+int main(int argc, char** argv) {
+    CLI::App app{"rill: run GGUF language models on the CPU.\n"
+                 "Weights stay quantized; prompts run as one batch, tokens stream as they are generated.",
+                 "rill"};
+    app.require_subcommand(1, 1);
+    app.failure_message([](const CLI::App*, const CLI::Error& e) { return std::string(e.what()) + "\n"; });
+    app.footer("Run 'rill COMMAND --help' for a command's flags, e.g. 'rill run --help'.");
+
+    const std::pair<const char*, rill::cli::Action> commands[] = {
+        {"run", rill::cli::add_run(app)},
+        {"eval", rill::cli::add_eval(app)},
+        {"info", rill::cli::add_info(app)},
+    };
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        std::fprintf(stderr, "rill: error: %s (see 'rill --help')\n", e.what());
+        return 2;
+    }
+    try {
+        for (const auto& [name, action] : commands)
+            if (app.got_subcommand(name)) return action();
+        return 2;
+    } catch (const CLI::ParseError& e) {  // a flag value the command itself rejected
+        std::fprintf(stderr, "rill: error: %s\n", e.what());
+        return 2;
+    } catch (const rill::Error& e) {
+        std::fprintf(stderr, "rill: error: %s\n", e.what());
+    } catch (const std::bad_alloc&) {
+        std::fprintf(stderr, "rill: error: out of memory\n");
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "rill: error: %s\n", e.what());
+    }
+    return 1;
+}

@@ -1,0 +1,47 @@
+// Block layouts of ggml's quantized types, byte for byte as they sit in a GGUF file.
+// Halves are kept as raw uint16_t bits so the structs are trivially copyable and packed.
+#pragma once
+#include <cstdint>
+
+namespace rill {
+
+inline constexpr int kSuperBlock = 256;  // ggml's QK_K: elements per k-quant super-block
+
+struct BlockQ4_0 { uint16_t d; uint8_t qs[16]; };
+struct BlockQ4_1 { uint16_t d, m; uint8_t qs[16]; };
+struct BlockQ5_0 { uint16_t d; uint8_t qh[4]; uint8_t qs[16]; };
+struct BlockQ5_1 { uint16_t d, m; uint8_t qh[4]; uint8_t qs[16]; };
+struct BlockQ8_0 { uint16_t d; int8_t qs[32]; };
+struct BlockIQ4_NL { uint16_t d; uint8_t qs[16]; };
+
+// 16 sub-blocks of 16: 4-bit scale and 4-bit min per sub-block, 2-bit quants.
+struct BlockQ2_K { uint8_t scales[16]; uint8_t qs[64]; uint16_t d, dmin; };
+// 16 sub-blocks of 16: 6-bit scales packed in 12 bytes, 2 low bits in qs, high bit in hmask.
+struct BlockQ3_K { uint8_t hmask[32]; uint8_t qs[64]; uint8_t scales[12]; uint16_t d; };
+// 8 sub-blocks of 32: 6-bit scale and min packed in 12 bytes, 4-bit quants.
+struct BlockQ4_K { uint16_t d, dmin; uint8_t scales[12]; uint8_t qs[128]; };
+// As Q4_K plus a fifth bit per quant in qh.
+struct BlockQ5_K { uint16_t d, dmin; uint8_t scales[12]; uint8_t qh[32]; uint8_t qs[128]; };
+// 16 sub-blocks of 16: 8-bit signed scales, 4 low bits in ql, 2 high bits in qh.
+struct BlockQ6_K { uint8_t ql[128]; uint8_t qh[64]; int8_t scales[16]; uint16_t d; };
+// 8 sub-blocks of 32 with 6-bit scales, quants index the non-linear IQ4 table.
+struct BlockIQ4_XS { uint16_t d; uint16_t scales_h; uint8_t scales_l[4]; uint8_t qs[128]; };
+
+static_assert(sizeof(BlockQ4_0) == 18);
+static_assert(sizeof(BlockQ4_1) == 20);
+static_assert(sizeof(BlockQ5_0) == 22);
+static_assert(sizeof(BlockQ5_1) == 24);
+static_assert(sizeof(BlockQ8_0) == 34);
+static_assert(sizeof(BlockIQ4_NL) == 18);
+static_assert(sizeof(BlockQ2_K) == 84);
+static_assert(sizeof(BlockQ3_K) == 110);
+static_assert(sizeof(BlockQ4_K) == 144);
+static_assert(sizeof(BlockQ5_K) == 176);
+static_assert(sizeof(BlockQ6_K) == 210);
+static_assert(sizeof(BlockIQ4_XS) == 136);
+
+// The 16 levels IQ4_NL and IQ4_XS quants index, from ggml.
+inline constexpr int8_t kIQ4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                          1,    13,   25,  38,  53,  69,  89,  113};
+
+}  // namespace rill

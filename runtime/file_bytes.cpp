@@ -1,0 +1,94 @@
+#include "file_bytes.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "error.h"
+
+namespace rill {
+namespace {
+
+struct Fd {
+    int fd;
+    ~Fd() {
+        if (fd >= 0) ::close(fd);
+    }
+};
+
+std::string os_error(const std::string& path, const char* what) {
+    return path + ": " + what + ": " + std::strerror(errno);
+}
+
+}  // namespace
+
+FileBytes::FileBytes(const std::string& path, const LoadOptions& options) {
+    Fd file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+    if (file.fd < 0) throw Error(os_error(path, "cannot open"));
+    struct stat st {};
+    if (::fstat(file.fd, &st) != 0) throw Error(os_error(path, "cannot stat"));
+    if (!S_ISREG(st.st_mode)) throw Error(path + ": not a regular file");
+    size_ = size_t(st.st_size);
+    if (size_ == 0) throw Error(path + ": file is empty");
+
+    if (options.use_mmap) {
+        addr_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, file.fd, 0);
+        if (addr_ == MAP_FAILED) {
+            addr_ = nullptr;
+            throw Error(os_error(path, "cannot memory-map"));
+        }
+    } else {
+        addr_ = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (addr_ == MAP_FAILED) {
+            addr_ = nullptr;
+            throw Error(os_error(path, "cannot allocate memory for"));
+        }
+        size_t done = 0;
+        while (done < size_) {
+            const ssize_t got = ::read(file.fd, static_cast<char*>(addr_) + done, size_ - done);
+            if (got < 0 && errno == EINTR) continue;
+            if (got <= 0) {
+                const std::string message = got == 0 ? path + ": file shrank while reading" : os_error(path, "read failed");
+                release();
+                throw Error(message);
+            }
+            done += size_t(got);
+        }
+        ::mprotect(addr_, size_, PROT_READ);
+    }
+    if (options.lock) locked_ = ::mlock(addr_, size_) == 0;
+}
+
+FileBytes::FileBytes(FileBytes&& other) noexcept
+    : addr_(std::exchange(other.addr_, nullptr)),
+      size_(std::exchange(other.size_, 0)),
+      locked_(std::exchange(other.locked_, false)) {}
+
+FileBytes& FileBytes::operator=(FileBytes&& other) noexcept {
+    if (this != &other) {
+        release();
+        addr_ = std::exchange(other.addr_, nullptr);
+        size_ = std::exchange(other.size_, 0);
+        locked_ = std::exchange(other.locked_, false);
+    }
+    return *this;
+}
+
+FileBytes::~FileBytes() { release(); }
+
+void FileBytes::release() noexcept {
+    if (addr_ != nullptr) {
+        if (locked_) ::munlock(addr_, size_);
+        ::munmap(addr_, size_);
+    }
+    addr_ = nullptr;
+    size_ = 0;
+    locked_ = false;
+}
+
+}  // namespace rill

@@ -1,0 +1,36 @@
+// A whole file's bytes in memory: memory-mapped (the default), or read into anonymous memory.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace rill {
+
+struct LoadOptions {
+    bool use_mmap = true;  // false: read into anonymous memory, like llama.cpp's --no-mmap
+    bool lock = false;     // mlock the bytes so they are never paged out
+};
+
+// Owns a read-only view of a file's bytes; releases the mapping or buffer on destruction.
+class FileBytes {
+public:
+    FileBytes() = default;
+    FileBytes(const std::string& path, const LoadOptions& options);
+    FileBytes(FileBytes&& other) noexcept;
+    FileBytes& operator=(FileBytes&& other) noexcept;
+    FileBytes(const FileBytes&) = delete;
+    FileBytes& operator=(const FileBytes&) = delete;
+    ~FileBytes();
+
+    std::span<const uint8_t> bytes() const { return {static_cast<const uint8_t*>(addr_), size_}; }
+    bool locked() const { return locked_; }
+
+private:
+    void release() noexcept;
+    void* addr_ = nullptr;
+    size_t size_ = 0;
+    bool locked_ = false;
+};
+
+}  // namespace rill

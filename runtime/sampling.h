@@ -1,0 +1,45 @@
+// Choosing the next token from logits: greedy, or a seeded draw after penalties and truncations.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <random>
+#include <span>
+#include <vector>
+
+namespace rill {
+
+struct SamplingParams {
+    float temperature = 0.8f;  // 0 or less: greedy (argmax)
+    int top_k = 40;            // 0: off
+    float top_p = 0.95f;       // 1: off
+    float min_p = 0.05f;       // 0: off; drops tokens below min_p × the top probability
+    float repeat_penalty = 1.0f;  // 1: off; divides positive (multiplies negative) logits of recent tokens
+    int repeat_last_n = 64;       // how many recent tokens the penalty looks at
+    uint64_t seed = 0;
+};
+
+class Sampler {
+public:
+    explicit Sampler(const SamplingParams& params);
+    // Picks a token; `logits` is not modified.
+    int32_t sample(std::span<const float> logits);
+    // Records a token (prompt or generated) for the repetition penalty.
+    void accept(int32_t token);
+
+private:
+    struct Candidate {
+        int32_t id;
+        float logit;
+        float p;
+    };
+    float uniform();  // in [0, 1)
+
+    SamplingParams params_;
+    std::mt19937_64 rng_;
+    std::deque<int32_t> recent_;
+    std::vector<Candidate> candidates_;
+};
+
+int32_t argmax(std::span<const float> logits);
+
+}  // namespace rill

@@ -1,0 +1,143 @@
+#include "session.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <thread>
+
+#include "error.h"
+#include "simd/dot.h"
+
+namespace rill {
+
+int default_thread_count() { return std::max(1u, std::thread::hardware_concurrency()); }
+
+Session::Session(const Model& model, const SessionOptions& options)
+    : model_(model),
+      n_ctx_(options.n_ctx > 0 ? options.n_ctx : std::min(model.hp.n_ctx_train, 4096)),
+      n_threads_(options.n_threads > 0 ? options.n_threads : default_thread_count()),
+      n_batch_(std::max(1, options.n_batch)) {
+    if (n_ctx_ > (1 << 24)) throw Error("context size " + std::to_string(n_ctx_) + " is too large");
+    if (n_threads_ > 1024) throw Error("thread count " + std::to_string(n_threads_) + " is too large");
+    const Hparams& hp = model.hp;
+    kv_ = KvCache(options.kv_type, hp.n_layer, n_ctx_, hp.kv_dim());
+    const int widest = std::max({hp.n_embd, hp.n_ff, hp.q_dim()});
+    scratch_ = ThreadScratch(n_threads_, size_t(widest));
+    scores_.resize(size_t(n_threads_) * n_ctx_);
+    head_buf_.resize(size_t(n_threads_) * hp.head_dim);
+}
+
+void Session::ensure_batch(int n) {
+    if (n <= capacity_) return;
+    const Hparams& hp = model_.hp;
+    const size_t t = size_t(n);
+    x_.resize(t * hp.n_embd);
+    xn_.resize(t * hp.n_embd);
+    q_.resize(t * hp.q_dim());
+    k_.resize(t * hp.kv_dim());
+    v_.resize(t * hp.kv_dim());
+    attn_.resize(t * hp.q_dim());
+    gate_.resize(t * hp.n_ff);
+    up_.resize(t * hp.n_ff);
+    rope_.resize(t * hp.n_rot);
+    capacity_ = n;
+}
+
+std::span<const float> Session::eval(std::span<const int32_t> tokens, bool all_logits) {
+    const Hparams& hp = model_.hp;
+    if (tokens.empty()) throw Error("nothing to evaluate: no tokens");
+    if (size_t(pos_) + tokens.size() > size_t(n_ctx_))
+        throw Error("context overflow: " + std::to_string(pos_) + " tokens in the context plus " +
+                    std::to_string(tokens.size()) + " new ones exceed the context size " + std::to_string(n_ctx_));
+    for (const int32_t id : tokens)
+        if (id < 0 || id >= hp.n_vocab)
+            throw Error("token id " + std::to_string(id) + " is outside the vocabulary (0.." + std::to_string(hp.n_vocab - 1) + ")");
+
+    const size_t n_vocab = size_t(hp.n_vocab);
+    logits_.resize((all_logits ? tokens.size() : 1) * n_vocab);
+    for (size_t start = 0; start < tokens.size(); start += size_t(n_batch_)) {
+        const auto chunk = tokens.subspan(start, std::min(tokens.size() - start, size_t(n_batch_)));
+        const bool last_chunk = start + chunk.size() == tokens.size();
+        float* out = all_logits ? logits_.data() + start * n_vocab : (last_chunk ? logits_.data() : nullptr);
+        forward_chunk(chunk, all_logits, out);
+    }
+    return logits_;
+}
+
+// One transformer pass over a chunk of tokens at positions pos_ .. pos_ + n - 1.
+void Session::forward_chunk(std::span<const int32_t> tokens, bool all_logits, float* logits_out) {
+    const Hparams& hp = model_.hp;
+    const int n = int(tokens.size());
+    const int E = hp.n_embd, Q = hp.q_dim(), KV = hp.kv_dim(), F = hp.n_ff;
+    ensure_batch(n);
+    for (int t = 0; t < n; ++t) weight_row(model_.token_embd, tokens[size_t(t)], &x_[size_t(t) * E]);
+    for (int t = 0; t < n; ++t) rope_angles(hp, model_.rope_freqs, pos_ + t, &rope_[size_t(t) * hp.n_rot]);
+
+    for (int l = 0; l < hp.n_layer; ++l) {
+        const LayerWeights& L = model_.layers[size_t(l)];
+        // Attention block: x += Wo · attention(rope(Wq·xn), rope(Wk·xn), Wv·xn)
+        for (int t = 0; t < n; ++t) rmsnorm(&x_[size_t(t) * E], L.attn_norm, &xn_[size_t(t) * E], E, hp.rms_eps);
+        matmul(L.wq, xn_.data(), q_.data(), n, n_threads_, scratch_);
+        matmul(L.wk, xn_.data(), k_.data(), n, n_threads_, scratch_);
+        matmul(L.wv, xn_.data(), v_.data(), n, n_threads_, scratch_);
+        add_bias(L.bq, q_.data(), n, Q);
+        add_bias(L.bk, k_.data(), n, KV);
+        add_bias(L.bv, v_.data(), n, KV);
+        for (int t = 0; t < n; ++t) {
+            const float* angles = &rope_[size_t(t) * hp.n_rot];
+            rope(&q_[size_t(t) * Q], hp.n_head, hp.head_dim, hp.n_rot, hp.rope_style, angles);
+            rope(&k_[size_t(t) * KV], hp.n_head_kv, hp.head_dim, hp.n_rot, hp.rope_style, angles);
+            kv_.store(l, pos_ + t, &k_[size_t(t) * KV], &v_[size_t(t) * KV]);
+        }
+        attention(l, n);
+        matmul(L.wo, attn_.data(), xn_.data(), n, n_threads_, scratch_);
+        for (size_t i = 0; i < size_t(n) * E; ++i) x_[i] += xn_[i];
+
+        // Feed-forward block: x += Wdown · (silu(Wgate·xn) * Wup·xn)
+        for (int t = 0; t < n; ++t) rmsnorm(&x_[size_t(t) * E], L.ffn_norm, &xn_[size_t(t) * E], E, hp.rms_eps);
+        matmul(L.ffn_gate, xn_.data(), gate_.data(), n, n_threads_, scratch_);
+        matmul(L.ffn_up, xn_.data(), up_.data(), n, n_threads_, scratch_);
+        swiglu(gate_.data(), up_.data(), size_t(n) * F);
+        matmul(L.ffn_down, gate_.data(), xn_.data(), n, n_threads_, scratch_);
+        for (size_t i = 0; i < size_t(n) * E; ++i) x_[i] += xn_[i];
+    }
+    pos_ += n;
+
+    if (logits_out == nullptr) return;
+    const int first = all_logits ? 0 : n - 1;
+    for (int t = first; t < n; ++t)
+        rmsnorm(&x_[size_t(t) * E], model_.output_norm, &xn_[size_t(t - first) * E], E, hp.rms_eps);
+    matmul(model_.output, xn_.data(), logits_out, n - first, n_threads_, scratch_);
+}
+
+// Causal grouped-query attention of the chunk's queries over every cached position up to their own.
+void Session::attention(int layer, int n_tokens) {
+    const Hparams& hp = model_.hp;
+    const int D = hp.head_dim, group = hp.n_head / hp.n_head_kv;
+    const float scale = 1.0f / std::sqrt(float(D));
+    const int pairs = n_tokens * hp.n_head;
+#pragma omp parallel for num_threads(n_threads_) schedule(static)
+    for (int i = 0; i < pairs; ++i) {
+        const int t = i / hp.n_head, h = i % hp.n_head;
+        const int kv_offset = (h / group) * D;
+        const int n_pos = pos_ + t + 1;
+        const size_t thread = size_t(omp_get_thread_num());
+        float* scores = &scores_[thread * n_ctx_];
+        float* buf = &head_buf_[thread * D];
+        const float* q = &q_[(size_t(t) * hp.n_head + h) * D];
+        for (int p = 0; p < n_pos; ++p) {
+            kv_.load_key(layer, p, kv_offset, D, buf);
+            scores[p] = simd::dot(q, buf, size_t(D)) * scale;
+        }
+        softmax(scores, n_pos);
+        float* out = &attn_[(size_t(t) * hp.n_head + h) * D];
+        std::fill(out, out + D, 0.0f);
+        for (int p = 0; p < n_pos; ++p) {
+            kv_.load_value(layer, p, kv_offset, D, buf);
+            simd::axpy(scores[p], buf, out, size_t(D));
+        }
+    }
+}
+
+}  // namespace rill

@@ -1,0 +1,55 @@
+// An inference session: a model, its KV cache and scratch, and the position reached.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "kv_cache.h"
+#include "model.h"
+#include "ops.h"
+
+namespace rill {
+
+struct SessionOptions {
+    int n_ctx = 0;      // 0: the model's training context, at most 4096
+    int n_threads = 0;  // 0: every core
+    KvType kv_type = KvType::F16;
+    int n_batch = 512;  // prompt tokens evaluated per forward pass; longer prompts run in chunks
+};
+
+int default_thread_count();
+
+class Session {
+public:
+    Session(const Model& model, const SessionOptions& options);
+
+    // Runs the tokens through the model at the current position and appends them to the KV cache.
+    // Returns the logits of the last token, or of every token (n_tokens rows of n_vocab) if all_logits.
+    std::span<const float> eval(std::span<const int32_t> tokens, bool all_logits = false);
+
+    void reset() { pos_ = 0; }
+    int position() const { return pos_; }
+    int n_ctx() const { return n_ctx_; }
+    int n_threads() const { return n_threads_; }
+    const Model& model() const { return model_; }
+    const KvCache& kv_cache() const { return kv_; }
+
+private:
+    void forward_chunk(std::span<const int32_t> tokens, bool all_logits, float* logits_out);
+    void attention(int layer, int n_tokens);
+    void ensure_batch(int n_tokens);
+
+    const Model& model_;
+    int n_ctx_, n_threads_, n_batch_;
+    int pos_ = 0;
+    KvCache kv_;
+    ThreadScratch scratch_;
+    // Activations for a chunk of tokens, [tokens][features].
+    int capacity_ = 0;
+    std::vector<float> x_, xn_, q_, k_, v_, attn_, gate_, up_, rope_;
+    std::vector<float> scores_;      // [threads][n_ctx]
+    std::vector<float> head_buf_;    // [threads][head_dim]
+    std::vector<float> logits_;
+};
+
+}  // namespace rill
