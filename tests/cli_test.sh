@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# The rill CLI as a user runs it: exact generated text, the eval contract, exit codes and one-line errors.
+set -u
+rill=$1
+shared=$2
+stories=$shared/models/stories260K/stories260K.gguf
+expected=$shared/models/stories260K/expected
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+passes=0
+
+pass() { passes=$((passes + 1)); echo "ok: $1"; }
+fail() { failures=$((failures + 1)); echo "FAIL: $1"; }
+# Text equality allowing one final newline on either side, as the expected files differ in that.
+same_text() { cmp -s <(printf '%s' "$(cat "$1")") <(printf '%s' "$(cat "$2")"); }
+
+# Greedy text from BOS alone equals llama2.c's, at 200 and 256 tokens.
+for n in 200 256; do
+  "$rill" run -m "$stories" -p "" -n $n --temp 0 --no-mmap >"$tmp/out$n.txt" 2>"$tmp/err$n.txt"
+  if same_text "$tmp/out$n.txt" "$expected/greedy_n$n.txt"; then pass "greedy text n=$n"; else fail "greedy text n=$n"; fi
+done
+grep -q "time to first token" "$tmp/err200.txt" && grep -q "decode" "$tmp/err200.txt" && grep -q "load" "$tmp/err200.txt" &&
+  pass "timings on stderr" || fail "timings on stderr"
+
+# eval writes n_tokens x n_vocab float32 logits and a JSON line; 1 and 2 threads give identical bytes.
+ids=$(head -c 2000 "$expected/greedy_ids_n200.txt" | tr -s ' \n' ',' | sed 's/,$//' | cut -d, -f1-40)
+"$rill" eval -m "$stories" --tokens "1,$ids" -t 1 --out "$tmp/t1.f32" >"$tmp/eval.json" &&
+  "$rill" eval -m "$stories" --tokens "1,$ids" -t 2 --out "$tmp/t2.f32" >/dev/null
+if cmp -s "$tmp/t1.f32" "$tmp/t2.f32"; then pass "eval logits identical at -t 1 and -t 2"; else fail "eval logits differ between thread counts"; fi
+[[ $(stat -c %s "$tmp/t1.f32") == $((41 * 512 * 4)) ]] && pass "eval file size" || fail "eval file size"
+grep -q '^{"n_tokens":41,"n_vocab":512,"argmax_last":[0-9]*}$' "$tmp/eval.json" && pass "eval JSON line" || fail "eval JSON line: $(cat "$tmp/eval.json")"
+# The greedy ids themselves: the argmax after each prefix is the next expected id.
+first=$(cut -d' ' -f1 "$expected/greedy_ids_n200.txt")
+"$rill" eval -m "$stories" --tokens 1 --out "$tmp/bos.f32" | grep -q "\"argmax_last\":$first}" && pass "eval argmax after BOS" ||
+  fail "eval argmax after BOS"
+
+# info names the architecture and the sizes.
+"$rill" info -m "$stories" >"$tmp/info.txt" && grep -q "architecture  llama" "$tmp/info.txt" && grep -q "KV cache" "$tmp/info.txt" &&
+  pass "info" || fail "info"
+"$rill" info -m "$stories" --json | grep -q '"kv_bytes_per_token_f16":640' && pass "info --json" || fail "info --json"
+
+# Errors: one line on stderr, exit 2 for usage, 1 for everything else; never a crash.
+expect_error() {  # expected-code description args...
+  local code=$1 what=$2
+  shift 2
+  "$rill" "$@" >"$tmp/o" 2>"$tmp/e"
+  local got=$?
+  local lines
+  lines=$(wc -l <"$tmp/e")
+  if [[ $got == "$code" && $lines == 1 ]] && grep -q "^rill: error: " "$tmp/e"; then
+    pass "$what"
+  else
+    fail "$what (exit $got, $lines lines: $(head -c 300 "$tmp/e"))"
+  fi
+}
+printf 'GGUF\x63\x00\x00\x00' >"$tmp/v99.gguf"
+head -c 5000 "$stories" >"$tmp/cut.gguf"
+printf 'not a model at all' >"$tmp/junk.gguf"
+expect_error 2 "no subcommand"
+expect_error 2 "unknown flag" run -m "$stories" --bogus
+expect_error 2 "missing model" run -p hi
+expect_error 2 "non-numeric -n" run -m "$stories" -n abc
+expect_error 2 "negative threads" run -m "$stories" -t -3
+expect_error 2 "bad token list" eval -m "$stories" --tokens 1,x,3 --out "$tmp/x.f32"
+expect_error 1 "token id outside the vocabulary" eval -m "$stories" --tokens 1,99999 --out "$tmp/x.f32"
+expect_error 1 "GGUF version 99" run -m "$tmp/v99.gguf"
+expect_error 1 "truncated GGUF" info -m "$tmp/cut.gguf"
+expect_error 1 "not a GGUF file" info -m "$tmp/junk.gguf"
+expect_error 1 "prompt longer than the context" run -m "$stories" -c 4 -p "Once upon a time there was"
+grep -q "truncated" <("$rill" info -m "$tmp/cut.gguf" 2>&1) && pass "truncation named" || fail "truncation named"
+"$rill" --help | grep -q "run" && pass "--help lists commands" || fail "--help"
+
+# Same seed, same text.
+a=$("$rill" run -m "$stories" -p "Once upon a time" -n 40 --seed 7 2>/dev/null)
+b=$("$rill" run -m "$stories" -p "Once upon a time" -n 40 --seed 7 -t 1 2>/dev/null)
+[[ "$a" == "$b" ]] && pass "same seed, same text" || fail "same seed, same text"
+
+echo "$passes passed, $failures failed"
+[[ $failures == 0 ]]

@@ -1,0 +1,150 @@
+// Builds GGUF bytes in memory for tests: valid files to start from, and handles to corrupt them.
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace rill::test {
+
+class GgufBuilder {
+public:
+    explicit GgufBuilder(uint32_t version = 3) : version_(version) {}
+
+    GgufBuilder& kv_u32(const std::string& key, uint32_t v) { return kv(key, 4, &v, 4); }
+    GgufBuilder& kv_i32(const std::string& key, int32_t v) { return kv(key, 5, &v, 4); }
+    GgufBuilder& kv_f32(const std::string& key, float v) { return kv(key, 6, &v, 4); }
+    GgufBuilder& kv_bool(const std::string& key, bool v) {
+        const uint8_t b = v;
+        return kv(key, 7, &b, 1);
+    }
+    GgufBuilder& kv_u64(const std::string& key, uint64_t v) { return kv(key, 10, &v, 8); }
+    GgufBuilder& kv_f64(const std::string& key, double v) { return kv(key, 12, &v, 8); }
+    GgufBuilder& kv_string(const std::string& key, const std::string& v) {
+        ++n_kv_;
+        put_string(meta_, key);
+        put<uint32_t>(meta_, 8);
+        put_string(meta_, v);
+        return *this;
+    }
+    GgufBuilder& kv_string_array(const std::string& key, const std::vector<std::string>& v) {
+        ++n_kv_;
+        put_string(meta_, key);
+        put<uint32_t>(meta_, 9);
+        put<uint32_t>(meta_, 8);
+        put<uint64_t>(meta_, v.size());
+        for (const auto& s : v) put_string(meta_, s);
+        return *this;
+    }
+    GgufBuilder& kv_f32_array(const std::string& key, const std::vector<float>& v) {
+        ++n_kv_;
+        put_string(meta_, key);
+        put<uint32_t>(meta_, 9);
+        put<uint32_t>(meta_, 6);
+        put<uint64_t>(meta_, v.size());
+        for (float x : v) put(meta_, x);
+        return *this;
+    }
+    GgufBuilder& kv_i32_array(const std::string& key, const std::vector<int32_t>& v) {
+        ++n_kv_;
+        put_string(meta_, key);
+        put<uint32_t>(meta_, 9);
+        put<uint32_t>(meta_, 5);
+        put<uint64_t>(meta_, v.size());
+        for (int32_t x : v) put(meta_, x);
+        return *this;
+    }
+
+    // A tensor of `type` with the given dims; its data is `bytes` (zeros if empty) at the next aligned offset.
+    GgufBuilder& tensor(const std::string& name, std::vector<uint64_t> dims, uint32_t type, std::vector<uint8_t> bytes) {
+        ++n_tensors_;
+        while (data_.size() % 32) data_.push_back(0);
+        put_string(infos_, name);
+        put<uint32_t>(infos_, uint32_t(dims.size()));
+        for (uint64_t d : dims) put(infos_, d);
+        put(infos_, type);
+        put<uint64_t>(infos_, data_.size());
+        data_.insert(data_.end(), bytes.begin(), bytes.end());
+        return *this;
+    }
+    // An F32 tensor filled with `value`.
+    GgufBuilder& f32_tensor(const std::string& name, std::vector<uint64_t> dims, float value = 0.01f) {
+        uint64_t n = 1;
+        for (uint64_t d : dims) n *= d;
+        std::vector<uint8_t> bytes(n * 4);
+        for (uint64_t i = 0; i < n; ++i) std::memcpy(&bytes[i * 4], &value, 4);
+        return tensor(name, std::move(dims), 0, std::move(bytes));
+    }
+
+    std::vector<uint8_t> bytes() const {
+        std::vector<uint8_t> out;
+        put<uint32_t>(out, 0x46554747);
+        put(out, version_);
+        put<uint64_t>(out, n_tensors_);
+        put<uint64_t>(out, n_kv_);
+        out.insert(out.end(), meta_.begin(), meta_.end());
+        out.insert(out.end(), infos_.begin(), infos_.end());
+        while (out.size() % 32) out.push_back(0);
+        out.insert(out.end(), data_.begin(), data_.end());
+        return out;
+    }
+
+    // Where the header's tensor infos start, for tests that patch a field.
+    size_t infos_offset() const { return 24 + meta_.size(); }
+
+    template <typename T>
+    static void put(std::vector<uint8_t>& out, T v) {
+        const auto* p = reinterpret_cast<const uint8_t*>(&v);
+        out.insert(out.end(), p, p + sizeof v);
+    }
+    static void put_string(std::vector<uint8_t>& out, const std::string& s) {
+        put<uint64_t>(out, s.size());
+        out.insert(out.end(), s.begin(), s.end());
+    }
+
+private:
+    GgufBuilder& kv(const std::string& key, uint32_t type, const void* v, size_t n) {
+        ++n_kv_;
+        put_string(meta_, key);
+        put(meta_, type);
+        const auto* p = static_cast<const uint8_t*>(v);
+        meta_.insert(meta_.end(), p, p + n);
+        return *this;
+    }
+
+    uint32_t version_;
+    uint64_t n_kv_ = 0, n_tensors_ = 0;
+    std::vector<uint8_t> meta_, infos_, data_;
+};
+
+// A complete, loadable llama model with tiny F32 weights and a 4-token SPM vocab; `skip` leaves one tensor out.
+inline GgufBuilder tiny_llama(const std::string& skip = "") {
+    const uint64_t n_embd = 8, n_ff = 16, n_vocab = 4;
+    GgufBuilder b;
+    b.kv_string("general.architecture", "llama")
+        .kv_u32("llama.embedding_length", uint32_t(n_embd))
+        .kv_u32("llama.block_count", 1)
+        .kv_u32("llama.feed_forward_length", uint32_t(n_ff))
+        .kv_u32("llama.attention.head_count", 2)
+        .kv_u32("llama.attention.head_count_kv", 1)
+        .kv_u32("llama.context_length", 32)
+        .kv_f32("llama.attention.layer_norm_rms_epsilon", 1e-5f)
+        .kv_string("tokenizer.ggml.model", "llama");
+    std::vector<std::string> tokens;
+    for (uint64_t i = 0; i < n_vocab; ++i) tokens.push_back("t" + std::to_string(i));
+    b.kv_string_array("tokenizer.ggml.tokens", tokens);
+    const uint64_t kv = n_embd / 2;
+    const std::pair<std::string, std::vector<uint64_t>> tensors[] = {
+        {"token_embd.weight", {n_embd, n_vocab}},       {"output_norm.weight", {n_embd}},
+        {"blk.0.attn_norm.weight", {n_embd}},          {"blk.0.attn_q.weight", {n_embd, n_embd}},
+        {"blk.0.attn_k.weight", {n_embd, kv}},         {"blk.0.attn_v.weight", {n_embd, kv}},
+        {"blk.0.attn_output.weight", {n_embd, n_embd}}, {"blk.0.ffn_norm.weight", {n_embd}},
+        {"blk.0.ffn_gate.weight", {n_embd, n_ff}},     {"blk.0.ffn_up.weight", {n_embd, n_ff}},
+        {"blk.0.ffn_down.weight", {n_ff, n_embd}},
+    };
+    for (const auto& [name, dims] : tensors)
+        if (name != skip) b.f32_tensor(name, dims, dims.size() == 1 ? 1.0f : 0.01f);
+    return b;
+}
+
+}  // namespace rill::test
