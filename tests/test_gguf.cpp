@@ -54,7 +54,8 @@ TEST_CASE("a GGUF file's metadata values of every type are read back", "[gguf]")
     b.kv_u32("a.u32", 7).kv_i32("a.i32", -3).kv_f32("a.f32", 1.5f).kv_bool("a.bool", true).kv_u64("a.u64", 1ull << 40)
         .kv_f64("a.f64", 0.25).kv_string("a.str", "héllo").kv_string_array("a.strs", {"x", "", "zz"})
         .kv_f32_array("a.floats", {1, 2, 3}).kv_i32_array("a.ints", {-1, 5});
-    const GgufFile g = parse(b.bytes());
+    const std::vector<uint8_t> bytes = b.bytes();  // parsed values point into these bytes
+    const GgufFile g = parse(bytes);
     CHECK(g.version() == 2);
     CHECK(g.get_uint("a.u32") == 7u);
     CHECK(g.get_float("a.i32") == -3.0);

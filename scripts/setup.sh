@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs rill's build dependencies from Debian 12 packages (idempotent, needs root) and builds
+# Release into build/. The CLI lands at build/bin/rill.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libopenblas-openmp-dev  # OpenBLAS built on OpenMP, so it shares rill's thread team instead of oversubscribing
+  libdnnl-dev             # oneDNN
+  libxsimd-dev            # portable SIMD
+  libcli11-dev            # command-line parsing
+  catch2                  # tests (v2)
+  nlohmann-json3-dev      # tests read the golden JSON references
+  clang libclang-rt-14-dev  # the libFuzzer harness (scripts/fuzz.sh)
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [[ $(id -u) != 0 ]]; then
+    echo "setup.sh: missing packages: ${missing[*]}; run as root or: sudo apt-get install ${missing[*]}" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+cmake --build build
+echo "setup.sh: built build/bin/rill"

@@ -1,0 +1,27 @@
+// libFuzzer harness: any bytes through the GGUF reader, the model validator and the vocabulary loader.
+// The only acceptable outcomes are success or a rill::Error; a crash, hang, leak or sanitizer report is a bug.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "runtime/error.h"
+#include "runtime/gguf.h"
+#include "runtime/model.h"
+#include "runtime/vocab.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    try {
+        rill::GgufFile file = rill::GgufFile::parse(std::span(data, size), "fuzz.gguf");
+        for (const auto& [key, value] : file.metadata()) {
+            (void)file.get_string_array(key).size();  // exercise the typed getters on every value
+        }
+        try {
+            (void)rill::load_vocab(file);
+        } catch (const rill::Error&) {
+        }
+        const auto model = rill::model_from_gguf(std::move(file));
+        (void)model->weight_bytes();
+    } catch (const rill::Error&) {
+    }
+    return 0;
+}
