@@ -16,6 +16,23 @@ struct InfoFlags {
     bool json = false;
 };
 
+std::string json_escape(const std::string& s) {
+    std::string out;
+    for (const char c : s) {
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += c;
+        } else if (uint8_t(c) < 0x20) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\u%04x", c);
+            out += buf;
+        } else {
+            out += c;
+        }
+    }
+    return out;
+}
+
 std::string human_bytes(double bytes) {
     const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     int u = 0;
@@ -49,7 +66,7 @@ int info(const InfoFlags& f) {
         std::printf("{\"file\":\"%s\",\"gguf_version\":%u,\"architecture\":\"%s\",\"n_vocab\":%d,\"n_embd\":%d,"
                     "\"n_layer\":%d,\"n_ff\":%d,\"n_head\":%d,\"n_head_kv\":%d,\"head_dim\":%d,\"n_rot\":%d,"
                     "\"rope\":\"%s\",\"rope_freq_base\":%g,\"n_ctx_train\":%d,\"rms_eps\":%g,\"tensor_types\":{",
-                    model->file.name().c_str(), model->file.version(), hp.arch.c_str(), hp.n_vocab, hp.n_embd,
+                    json_escape(model->file.name()).c_str(), model->file.version(), json_escape(hp.arch).c_str(), hp.n_vocab, hp.n_embd,
                     hp.n_layer, hp.n_ff, hp.n_head, hp.n_head_kv, hp.head_dim, hp.n_rot, rope, hp.rope_freq_base,
                     hp.n_ctx_train, hp.rms_eps);
         bool first = true;
