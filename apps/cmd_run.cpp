@@ -10,6 +10,7 @@
 #include "model_flags.h"
 #include "runtime/error.h"
 #include "runtime/generate.h"
+#include "runtime/tokenizer.h"
 
 namespace rill::cli {
 namespace {
@@ -24,6 +25,7 @@ struct RunFlags {
     std::string kv_type = "f16";
     SamplingParams sampling;
     int64_t seed = -1;
+    bool parse_special = false;
 };
 
 std::string read_file(const std::string& path) {
@@ -50,7 +52,7 @@ int run(const RunFlags& f) {
     const double load_ms = ms_since(load_start);
 
     const std::string text = f.prompt_file.empty() ? f.prompt : read_file(f.prompt_file);
-    std::vector<int32_t> prompt = tokenize(vocab, text, true);
+    std::vector<int32_t> prompt = tokenize(vocab, text, {.add_special = true, .parse_special = f.parse_special});
     if (prompt.empty()) throw Error("the prompt is empty and the model has no BOS token to start from");
     if (int(prompt.size()) >= session.n_ctx())
         throw Error("the prompt has " + std::to_string(prompt.size()) + " tokens, which leaves no room in the context of " +
@@ -105,6 +107,7 @@ Action add_run(CLI::App& app) {
     cmd->add_option("-t,--threads", f->threads, "threads (default: every core)")->check(CLI::Range(1, 1024));
     cmd->add_option("-c,--ctx-size", f->ctx, "context length in tokens (default: the model's, at most 4096)")
         ->check(CLI::Range(1, 1 << 24));
+    cmd->add_flag("--parse-special", f->parse_special, "read control tokens written in the prompt, like <|eot_id|>, as those tokens");
     cmd->add_option("--kv-type", f->kv_type, "KV cache type: f16 or f32")->capture_default_str()->check(CLI::IsMember({"f16", "f32"}));
     return [f] { return run(*f); };
 }

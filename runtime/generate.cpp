@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "tokenizer.h"
+
 namespace rill {
 namespace {
 
@@ -22,6 +24,7 @@ GenerationStats generate(Session& session, const Vocab& vocab, std::span<const i
     stats.prefill_ms = ms_since(start);
 
     int32_t previous = prompt.empty() ? -1 : prompt.back();
+    Utf8Stream text;
     start = std::chrono::steady_clock::now();
     while (stats.n_generated < n_predict) {
         const int32_t token = sampler.sample(logits);
@@ -32,7 +35,7 @@ GenerationStats generate(Session& session, const Vocab& vocab, std::span<const i
             break;
         }
         const bool after_bos = previous == vocab.bos && vocab.bos >= 0;
-        if (!on_token(token, token_text(vocab, token, after_bos))) break;
+        if (!on_token(token, text.push(token_text(vocab, token, after_bos)))) break;
         previous = token;
         if (stats.n_generated == n_predict) break;
         if (session.position() >= session.n_ctx()) {
@@ -43,6 +46,7 @@ GenerationStats generate(Session& session, const Vocab& vocab, std::span<const i
         logits = session.eval(next);
     }
     stats.decode_ms = ms_since(start);
+    if (const std::string rest = text.flush(); !rest.empty()) on_token(-1, rest);
     return stats;
 }
 

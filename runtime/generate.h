@@ -20,7 +20,9 @@ struct GenerationStats {
     bool hit_context = false;
 };
 
-// Called with every generated token and its text; return false to stop.
+// Called with every generated token and the text that became complete with it: the bytes of a
+// character split across tokens arrive together with its last token. At the end, bytes left of an
+// incomplete character come with token -1. Return false to stop.
 using TokenCallback = std::function<bool(int32_t token, std::string_view text)>;
 
 // Evaluates the prompt, then samples up to n_predict tokens (stopping at end-of-generation tokens or a

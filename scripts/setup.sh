@@ -10,7 +10,10 @@ packages=(
   libdnnl-dev             # oneDNN
   libxsimd-dev            # portable SIMD
   libcli11-dev            # command-line parsing
+  libpcre2-dev            # Unicode regular expressions for the BPE pre-tokenizers
+  libicu-dev              # Unicode normalisation for WordPiece
   catch2                  # tests (v2)
+  libbenchmark-dev        # bench/ (Google Benchmark)
   nlohmann-json3-dev      # tests read the golden JSON references
   clang libclang-rt-14-dev  # the libFuzzer harness (scripts/fuzz.sh)
 )

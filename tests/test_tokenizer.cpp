@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/error.h"
-#include "runtime/vocab.h"
+#include "runtime/tokenizer.h"
 #include "shared_data.h"
 
 using namespace rill;
@@ -34,36 +34,73 @@ TEST_CASE("stories260K encodes every expected prompt exactly, BOS and dummy pref
         const std::string text = line.substr(0, tab1);
         const auto expected = test::parse_ints(line.substr(tab2 + 1));
         INFO("text: '" << text << "'");
-        const auto ids = tokenize(vocab, text, true);
+        const auto ids = tokenize(vocab, text, {.add_special = true});
         CHECK(std::vector<int>(ids.begin(), ids.end()) == expected);
         ++cases;
     }
     CHECK(cases >= 5);
 }
 
-TEST_CASE("the Llama 2 SentencePiece vocabulary reproduces llama.cpp's test vectors", "[tokenizer]") {
-    const std::string base = test::shared_path("vocab/ggml-vocab-llama-spm.gguf");
-    const Vocab vocab = load_vocab(GgufFile::open(base));
-    // Each input is followed by a line "__ggml_vocab_test__"; each output is one line of ids.
-    const auto inputs = split_cases(test::read_text(base + ".inp"), "\n__ggml_vocab_test__\n");
+// llama.cpp's own vectors: each input is followed by a line "__ggml_vocab_test__", each output is one
+// line of ids (add_special false, parse_special false).
+struct VectorSet {
+    std::vector<std::string> inputs;
+    std::vector<std::vector<int>> outputs;
+};
+
+VectorSet read_vectors(const std::string& base) {
+    VectorSet set;
+    set.inputs = split_cases(test::read_text(base + ".inp"), "\n__ggml_vocab_test__\n");
     std::istringstream out_lines(test::read_text(base + ".out"));
-    int matched = 0, total = 0;
-    for (const std::string& input : inputs) {
-        std::string line;
-        std::getline(out_lines, line);
-        const auto expected = test::parse_ints(line);
-        const auto ids = tokenize(vocab, input, false);
-        ++total;
-        if (std::vector<int>(ids.begin(), ids.end()) == expected) ++matched;
-        else UNSCOPED_INFO("mismatch on '" << input << "'");
+    for (std::string line; std::getline(out_lines, line);) set.outputs.push_back(test::parse_ints(line));
+    return set;
+}
+
+const char* const kVectorSets[] = {"llama-spm", "llama-bpe", "phi-3", "gpt-2", "deepseek-coder", "deepseek-llm",
+                                   "falcon", "mpt", "refact", "starcoder", "bert-bge"};
+
+TEST_CASE("every vocabulary with llama.cpp test vectors reproduces all 46 of them", "[tokenizer]") {
+    for (const char* name : kVectorSets) {
+        const std::string base = test::shared_path(std::string("vocab/ggml-vocab-") + name + ".gguf");
+        const Vocab vocab = load_vocab(GgufFile::open(base));
+        const VectorSet set = read_vectors(base);
+        REQUIRE(set.inputs.size() == 46);
+        int matched = 0;
+        for (size_t i = 0; i < set.inputs.size(); ++i) {
+            const auto ids = tokenize(vocab, set.inputs[i], {.add_special = false});
+            if (std::vector<int>(ids.begin(), ids.end()) == set.outputs[i]) ++matched;
+            else UNSCOPED_INFO(name << ": mismatch on case " << i << " '" << set.inputs[i] << "'");
+        }
+        INFO(name);
+        CHECK(matched == 46);
     }
-    CHECK(total == 46);
-    CHECK(matched == total);
+}
+
+TEST_CASE("byte-level BPE detokenizes every test string back to itself", "[tokenizer]") {
+    for (const char* name : {"llama-bpe", "gpt-2", "deepseek-coder", "deepseek-llm", "falcon", "mpt", "refact", "starcoder"}) {
+        const std::string base = test::shared_path(std::string("vocab/ggml-vocab-") + name + ".gguf");
+        const Vocab vocab = load_vocab(GgufFile::open(base));
+        for (const std::string& input : read_vectors(base).inputs) {
+            INFO(name << ": '" << input << "'");
+            CHECK(detokenize(vocab, tokenize(vocab, input, {.add_special = false})) == input);
+        }
+    }
+}
+
+TEST_CASE("the vocabularies without test vectors load and round-trip text", "[tokenizer]") {
+    for (const char* name : {"baichuan", "gpt-neox"}) {
+        INFO(name);
+        const Vocab vocab = load_vocab(GgufFile::open(test::shared_path(std::string("vocab/ggml-vocab-") + name + ".gguf")));
+        const std::string text = "Hello world, 2024! Ünïcödé 你好 🙂";
+        const auto ids = tokenize(vocab, text, {.add_special = false});
+        CHECK_FALSE(ids.empty());
+        CHECK(detokenize(vocab, ids) == (vocab.kind == TokenizerKind::SentencePiece ? text : text));
+    }
 }
 
 TEST_CASE("decoding drops SentencePiece's leading space only right after BOS", "[tokenizer]") {
     const Vocab vocab = load_vocab(GgufFile::open(test::shared_path("models/stories260K/stories260K.gguf")));
-    const auto ids = tokenize(vocab, "Once upon", false);
+    const auto ids = tokenize(vocab, "Once upon", {.add_special = false});
     REQUIRE(!ids.empty());
     CHECK(token_text(vocab, ids[0], true) == "Once");
     CHECK(token_text(vocab, ids[0], false) == " Once");
@@ -72,7 +109,7 @@ TEST_CASE("decoding drops SentencePiece's leading space only right after BOS", "
 
 TEST_CASE("byte-fallback tokens decode to their bytes", "[tokenizer]") {
     const Vocab vocab = load_vocab(GgufFile::open(test::shared_path("models/stories260K/stories260K.gguf")));
-    const auto ids = tokenize(vocab, "é", false);  // not in the 512-token vocabulary: falls back to bytes
+    const auto ids = tokenize(vocab, "é", {.add_special = false});  // not in the 512-token vocabulary: falls back to bytes
     std::string text;
     for (const int32_t id : ids) text += token_text(vocab, id);
     CHECK(text == " é");
@@ -82,11 +119,8 @@ TEST_CASE("the golden models' tokenizer check matches llama.cpp", "[tokenizer]")
     const std::string base = test::shared_path("golden/synth-llama-A.Q8_0");
     const auto golden = nlohmann::json::parse(test::read_text(base + ".golden.json"));
     const Vocab vocab = load_vocab(GgufFile::open(base + ".gguf"));
-    const auto ids = tokenize(vocab, golden["tokenizer_check"]["text"].get<std::string>(), false);
+    const auto ids = tokenize(vocab, golden["tokenizer_check"]["text"].get<std::string>(), {.add_special = false});
     CHECK(ids == golden["tokenizer_check"]["llamacpp_tokens"].get<std::vector<int32_t>>());
 }
 
-TEST_CASE("a byte-level BPE vocabulary is refused for text with a clear message", "[tokenizer]") {
-    const Vocab vocab = load_vocab(GgufFile::open(test::shared_path("vocab/ggml-vocab-gpt-2.gguf")));
-    CHECK_THROWS_WITH(tokenize(vocab, "hello", false), Catch::Contains("tokenizer model 'gpt2' is not supported yet"));
-}
+
