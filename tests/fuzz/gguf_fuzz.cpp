@@ -1,4 +1,5 @@
-// libFuzzer harness: any bytes through the GGUF reader, the model validator and the vocabulary loader.
+// libFuzzer harness: any bytes through the GGUF reader, the model validator, the vocabulary loader
+// and the tokenizer it builds.
 // The only acceptable outcomes are success or a rill::Error; a crash, hang, leak or sanitizer report is a bug.
 #include <cstddef>
 #include <cstdint>
@@ -7,6 +8,7 @@
 #include "runtime/error.h"
 #include "runtime/gguf.h"
 #include "runtime/model.h"
+#include "runtime/tokenizer.h"
 #include "runtime/vocab.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -16,7 +18,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             (void)file.get_string_array(key).size();  // exercise the typed getters on every value
         }
         try {
-            (void)rill::load_vocab(file);
+            const rill::Vocab vocab = rill::load_vocab(file);
+            const auto ids = rill::tokenize(vocab, "Hello world! <s> 123 ünï 🙂", {.add_special = true, .parse_special = true});
+            (void)rill::detokenize(vocab, ids);
         } catch (const rill::Error&) {
         }
         const auto model = rill::model_from_gguf(std::move(file));
