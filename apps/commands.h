@@ -11,5 +11,9 @@ using Action = std::function<int()>;
 Action add_run(CLI::App& app);
 Action add_eval(CLI::App& app);
 Action add_info(CLI::App& app);
+Action add_tokenize(CLI::App& app);
+Action add_detokenize(CLI::App& app);
+Action add_chat(CLI::App& app);
+Action add_template(CLI::App& app);
 
 }  // namespace rill::cli

@@ -17,6 +17,10 @@ int main(int argc, char** argv) {
         {"run", rill::cli::add_run(app)},
         {"eval", rill::cli::add_eval(app)},
         {"info", rill::cli::add_info(app)},
+        {"tokenize", rill::cli::add_tokenize(app)},
+        {"detokenize", rill::cli::add_detokenize(app)},
+        {"chat", rill::cli::add_chat(app)},
+        {"template", rill::cli::add_template(app)},
     };
 
     try {

@@ -12,7 +12,10 @@ namespace rill {
 void matmul(const Weight& w, const float* in, float* out, int n_tokens, int n_threads, ThreadScratch& scratch) {
     const int rows = w.rows(), cols = w.cols();
     const bool is_f32 = w.type() == TensorType::F32;
-#pragma omp parallel for num_threads(n_threads) schedule(static)
+    // Below this much work a parallel region costs more than it saves, and on a loaded machine a
+    // descheduled team member stalls everyone at the barrier.
+    const bool parallel = size_t(rows) * size_t(cols) * size_t(n_tokens) >= kMinParallelWork;
+#pragma omp parallel for num_threads(n_threads) schedule(static) if (parallel)
     for (int r = 0; r < rows; ++r) {
         const float* row;
         if (is_f32) {

@@ -8,6 +8,9 @@
 
 namespace rill {
 
+// Multiply-adds below which a loop runs on the calling thread alone.
+inline constexpr size_t kMinParallelWork = size_t(1) << 18;
+
 // Per-thread scratch reused across calls, so the hot path allocates nothing.
 struct ThreadScratch {
     std::vector<std::vector<float>> rows;  // one dequantized weight row per thread

@@ -117,7 +117,8 @@ void Session::attention(int layer, int n_tokens) {
     const int D = hp.head_dim, group = hp.n_head / hp.n_head_kv;
     const float scale = 1.0f / std::sqrt(float(D));
     const int pairs = n_tokens * hp.n_head;
-#pragma omp parallel for num_threads(n_threads_) schedule(static)
+    const bool parallel = size_t(pairs) * size_t(pos_ + n_tokens) * size_t(D) * 2 >= kMinParallelWork;
+#pragma omp parallel for num_threads(n_threads_) schedule(static) if (parallel)
     for (int i = 0; i < pairs; ++i) {
         const int t = i / hp.n_head, h = i % hp.n_head;
         const int kv_offset = (h / group) * D;

@@ -1,5 +1,6 @@
 // An inference session: a model, its KV cache and scratch, and the position reached.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -28,6 +29,8 @@ public:
     std::span<const float> eval(std::span<const int32_t> tokens, bool all_logits = false);
 
     void reset() { pos_ = 0; }
+    // Forgets every position from n on, keeping the keys and values before it for reuse.
+    void truncate(int n) { pos_ = std::max(0, std::min(pos_, n)); }
     int position() const { return pos_; }
     int n_ctx() const { return n_ctx_; }
     int n_threads() const { return n_threads_; }

@@ -12,6 +12,7 @@ packages=(
   libcli11-dev            # command-line parsing
   libpcre2-dev            # Unicode regular expressions for the BPE pre-tokenizers
   libicu-dev              # Unicode normalisation for WordPiece
+  libedit-dev             # line editing and history in rill chat (BSD-licensed readline interface)
   catch2                  # tests (v2)
   libbenchmark-dev        # bench/ (Google Benchmark)
   nlohmann-json3-dev      # tests read the golden JSON references

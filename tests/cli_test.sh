@@ -3,6 +3,8 @@
 set -u
 rill=$1
 shared=$2
+add_chat_template=$3
+data=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/data
 stories=$shared/models/stories260K/stories260K.gguf
 expected=$shared/models/stories260K/expected
 tmp=$(mktemp -d)
@@ -70,6 +72,52 @@ expect_error 1 "not a GGUF file" info -m "$tmp/junk.gguf"
 expect_error 1 "prompt longer than the context" run -m "$stories" -c 4 -p "Once upon a time there was"
 grep -q "truncated" <("$rill" info -m "$tmp/cut.gguf" 2>&1) && pass "truncation named" || fail "truncation named"
 "$rill" --help | grep -q "run" && pass "--help lists commands" || fail "--help"
+
+# tokenize / detokenize with the model's own tokenizer, on a vocabulary-only file too.
+[[ $("$rill" tokenize -m "$stories" "Once upon a time") == "1 403 407 261 378" ]] && pass "tokenize" || fail "tokenize"
+[[ $("$rill" tokenize -m "$stories" --no-bos "Once upon a time") == "403 407 261 378" ]] && pass "tokenize --no-bos" || fail "tokenize --no-bos"
+bpe=$shared/vocab/ggml-vocab-llama-bpe.gguf
+[[ $("$rill" tokenize -m "$bpe" --no-bos --parse-special "<|eot_id|>") == "128009" ]] && pass "tokenize --parse-special" ||
+  fail "tokenize --parse-special"
+[[ $("$rill" detokenize -m "$bpe" 9906 1917 0) == "Hello world!" ]] && pass "detokenize" || fail "detokenize: $("$rill" detokenize -m "$bpe" 9906 1917 0)"
+printf 'caf\xc3\xa9 \xf0\x9f\x99\x82\n' >"$tmp/text.txt"
+ids=$("$rill" tokenize -m "$bpe" --no-bos -f "$tmp/text.txt")
+[[ $("$rill" detokenize -m "$bpe" $ids) == "$(cat "$tmp/text.txt")" ]] && pass "tokenize -f round-trips" || fail "tokenize -f round-trips"
+expect_error 2 "detokenize of a non-id" detokenize -m "$bpe" 12 x
+expect_error 2 "detokenize of an id past the vocabulary" detokenize -m "$bpe" 999999
+
+# template renders a conversation exactly as the expected text of a case in shared/chat-templates.
+cases=$shared/chat-templates/cases.json
+node -e '
+  const c = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"))["Qwen-Qwen2.5-7B-Instruct"];
+  const fs = require("fs");
+  fs.writeFileSync(process.argv[2] + "/qwen.jinja", c.template);
+  const k = Object.keys(c.cases).find((k) => c.cases[k].expected !== undefined && c.cases[k].input.add_generation_prompt);
+  fs.writeFileSync(process.argv[2] + "/messages.json", JSON.stringify(c.cases[k].input.messages));
+  fs.writeFileSync(process.argv[2] + "/expected.txt", c.cases[k].expected);
+' "$cases" "$tmp" 2>/dev/null
+if [[ -f $tmp/qwen.jinja ]]; then
+  "$rill" template --template "$tmp/qwen.jinja" --messages "$tmp/messages.json" --bos "<s>" --eos "</s>" >"$tmp/rendered.txt"
+  cmp -s "$tmp/rendered.txt" "$tmp/expected.txt" && pass "template renders as Hugging Face" || fail "template renders as Hugging Face"
+fi
+echo '{"messages": [' >"$tmp/bad.json"
+expect_error 1 "template with malformed JSON" template --template "$tmp/qwen.jinja" --messages "$tmp/bad.json"
+expect_error 2 "template without a template" template --messages "$tmp/bad.json"
+expect_error 1 "template from a model without one" template -m "$stories" --messages "$tmp/bad.json"
+
+# chat, driven through a pipe: a templated model (stories260K given a Llama-2-style template) and the fallback.
+"$add_chat_template" "$stories" "$data/llama2-chat.jinja" "$tmp/stories-chat.gguf"
+printf 'Tell me a story.\nMore.\n/save %s\n/reset\n/exit\n' "$tmp/conv.json" |
+  "$rill" chat -m "$tmp/stories-chat.gguf" --temp 0 -n 20 -c 512 >"$tmp/chat.out" 2>"$tmp/chat.err"
+grep -q "reused from earlier turns" "$tmp/chat.err" && ! grep -q "no chat template" "$tmp/chat.err" && pass "chat with a template" ||
+  fail "chat with a template: $(head -c 300 "$tmp/chat.err")"
+grep -q '"role": "assistant"' "$tmp/conv.json" 2>/dev/null && grep -q "conversation cleared" "$tmp/chat.out" &&
+  pass "chat /save and /reset" || fail "chat /save and /reset"
+grep -q " 2[0-9] reused" "$tmp/chat.err" && pass "chat reuses the previous turn's KV cache" || fail "chat KV reuse: $(cat "$tmp/chat.err")"
+printf 'Hi.\nAgain.\nOnce more.\n' | "$rill" chat -m "$stories" --temp 0 -n 20 -c 64 >"$tmp/fb.out" 2>"$tmp/fb.err"
+grep -q "no chat template" "$tmp/fb.err" && pass "chat fallback is announced" || fail "chat fallback is announced"
+grep -q "oldest messages were dropped" "$tmp/fb.err" && pass "chat drops old turns when the context fills" ||
+  fail "chat drops old turns: $(cat "$tmp/fb.err")"
 
 # Same seed, same text.
 a=$("$rill" run -m "$stories" -p "Once upon a time" -n 40 --seed 7 2>/dev/null)

@@ -55,6 +55,15 @@ public:
         return *this;
     }
 
+    // Any metadata value, already encoded (type id, then the value's bytes as GGUF lays them out).
+    GgufBuilder& kv_encoded(const std::string& key, uint32_t type, const std::vector<uint8_t>& value) {
+        ++n_kv_;
+        put_string(meta_, key);
+        put(meta_, type);
+        meta_.insert(meta_.end(), value.begin(), value.end());
+        return *this;
+    }
+
     // A tensor of `type` with the given dims; its data is `bytes` (zeros if empty) at the next aligned offset.
     GgufBuilder& tensor(const std::string& name, std::vector<uint64_t> dims, uint32_t type, std::vector<uint8_t> bytes) {
         ++n_tensors_;

@@ -1,6 +1,7 @@
 // Where the reference data in ../shared lives, and small readers for it.
 #pragma once
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>

@@ -1,9 +1,12 @@
 // The SentencePiece tokenizer against stories260K's expected encodings and llama.cpp's Llama 2 vectors.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "runtime/error.h"
+#include "runtime/pretokenize.h"
 #include "runtime/tokenizer.h"
 #include "shared_data.h"
 
@@ -124,3 +127,60 @@ TEST_CASE("the golden models' tokenizer check matches llama.cpp", "[tokenizer]")
 }
 
 
+
+TEST_CASE("control tokens in text become their ids only with parse-special", "[tokenizer]") {
+    const Vocab vocab = load_vocab(GgufFile::open(test::shared_path("vocab/ggml-vocab-llama-bpe.gguf")));
+    const std::string text = "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>";
+    const auto parsed = tokenize(vocab, text, {.add_special = false, .parse_special = true});
+    REQUIRE(parsed.size() >= 4);
+    CHECK(parsed.front() == vocab.find("<|start_header_id|>"));
+    CHECK(parsed.back() == vocab.find("<|eot_id|>"));
+    CHECK(vocab.is_end_of_generation(parsed.back()));
+    const auto plain = tokenize(vocab, text, {.add_special = false, .parse_special = false});
+    CHECK(std::find(plain.begin(), plain.end(), vocab.find("<|eot_id|>")) == plain.end());
+    CHECK(detokenize(vocab, plain) == text);  // as plain text it round-trips
+}
+
+TEST_CASE("BOS is added as the model's metadata asks, and only with add_special", "[tokenizer]") {
+    const Vocab vocab = load_vocab(GgufFile::open(test::shared_path("vocab/ggml-vocab-llama-bpe.gguf")));
+    CHECK(tokenize(vocab, "Hi", {.add_special = true}).front() == 128000);
+    CHECK(tokenize(vocab, "Hi", {.add_special = false}).front() != 128000);
+    CHECK(tokenize(vocab, "", {.add_special = true}) == std::vector<int32_t>{128000});
+}
+
+TEST_CASE("detokenizing drops control tokens unless asked to keep them", "[tokenizer]") {
+    const Vocab vocab = load_vocab(GgufFile::open(test::shared_path("vocab/ggml-vocab-llama-bpe.gguf")));
+    const auto ids = tokenize(vocab, "<|begin_of_text|>Hello<|eot_id|>", {.add_special = false, .parse_special = true});
+    CHECK(detokenize(vocab, ids) == "Hello");
+    CHECK(detokenize(vocab, ids, {.skip_special = false}) == "<|begin_of_text|>Hello<|eot_id|>");
+}
+
+TEST_CASE("SentencePiece detokenizing drops the dummy-prefix space of the first word only", "[tokenizer]") {
+    const Vocab vocab = load_vocab(GgufFile::open(test::shared_path("vocab/ggml-vocab-llama-spm.gguf")));
+    CHECK(detokenize(vocab, tokenize(vocab, "Hello world", {.add_special = true})) == "Hello world");
+    CHECK(detokenize(vocab, tokenize(vocab, "Hello world", {.add_special = false})) == "Hello world");
+    CHECK(detokenize(vocab, tokenize(vocab, " Hello", {.add_special = false})) == " Hello");
+}
+
+TEST_CASE("an unknown pre-tokenizer is an error naming the supported ones", "[tokenizer]") {
+    CHECK_THROWS_WITH(PreTokenizer("no-such-pre"), Catch::Contains("pre-tokenizer 'no-such-pre'") &&
+                                                       Catch::Contains("supported: default, llama-bpe"));
+}
+
+TEST_CASE("invalid UTF-8 in the text is tokenized as U+FFFD, never rejected", "[tokenizer]") {
+    const Vocab vocab = load_vocab(GgufFile::open(test::shared_path("vocab/ggml-vocab-gpt-2.gguf")));
+    const auto ids = tokenize(vocab, std::string("a\xff" "b\xe2\x82"), {.add_special = false});
+    CHECK(detokenize(vocab, ids) == "a\xef\xbf\xbd" "b\xef\xbf\xbd\xef\xbf\xbd");
+}
+
+TEST_CASE("a streamed UTF-8 character is held back until its last byte arrives", "[tokenizer]") {
+    Utf8Stream s;
+    CHECK(s.push("a\xc3") == "a");
+    CHECK(s.push("\xa9") == "\xc3\xa9");
+    CHECK(s.push("\xf0\x9f") == "");
+    CHECK(s.push("\x99") == "");
+    CHECK(s.push("\x82!") == "\xf0\x9f\x99\x82!");
+    CHECK(s.push("\xe4") == "");
+    CHECK(s.flush() == "\xe4");  // whatever is left comes out at the end
+    CHECK(s.push("\x80x") == "\x80x");  // a stray continuation byte is not held forever
+}

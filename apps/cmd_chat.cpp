@@ -1,0 +1,224 @@
+// rill chat: an interactive conversation in the terminal, rendered with the model's chat template.
+#include <editline/readline.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <sstream>
+
+#include "commands.h"
+#include "model_flags.h"
+#include "runtime/chat.h"
+#include "runtime/error.h"
+
+namespace rill::cli {
+namespace {
+
+struct ChatFlags {
+    ModelFlags model;
+    std::string system;
+    std::string template_file;
+    int threads = 0;
+    int ctx = 0;
+    int max_tokens = 1024;
+    int64_t seed = -1;
+    std::string kv_type = "f16";
+    SamplingParams sampling;
+};
+
+// Set by Ctrl-C; a signal handler can only touch a lock-free atomic.
+std::atomic<bool> interrupted{false};
+
+void on_interrupt(int) { interrupted.store(true); }
+
+void install_interrupt_handler() {
+    struct sigaction action {};
+    action.sa_handler = on_interrupt;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = 0;  // no SA_RESTART: a blocked read returns so the prompt can be redrawn
+    sigaction(SIGINT, &action, nullptr);
+}
+
+const char* kHelp =
+    "Commands:\n"
+    "  /help            this list\n"
+    "  /reset           forget the conversation (the system prompt stays)\n"
+    "  /system TEXT     set the system prompt (and start over)\n"
+    "  /save FILE       save the conversation as JSON\n"
+    "  /load FILE       load a conversation saved with /save\n"
+    "  /exit            quit (Ctrl-D works too)\n"
+    "End a line with \\ to continue on the next one, or wrap several lines in \"\"\".\n"
+    "Ctrl-C stops the answer being written; the conversation goes on.\n";
+
+// Reads one message; multi-line with a trailing backslash or a block between """ lines.
+// Returns false at end of input.
+bool read_message(std::string& message) {
+    message.clear();
+    bool block = false;
+    for (;;) {
+        interrupted.store(false);
+        const char* prompt = message.empty() && !block ? "> " : ". ";
+        char* raw = readline(prompt);
+        if (raw == nullptr) {
+            if (interrupted.exchange(false)) {  // Ctrl-C at the prompt: drop the line, keep chatting
+                std::printf("\n");
+                message.clear();
+                block = false;
+                continue;
+            }
+            return !message.empty();
+        }
+        std::string line(raw);
+        std::free(raw);
+        if (line == "\"\"\"") {
+            if (block) return true;
+            block = true;
+            continue;
+        }
+        if (block) {
+            message += line + "\n";
+            continue;
+        }
+        if (!line.empty() && line.back() == '\\') {
+            line.pop_back();
+            message += line + "\n";
+            continue;
+        }
+        message += line;
+        if (!message.empty()) add_history(message.c_str());
+        return true;
+    }
+}
+
+std::string read_all(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error(path + ": cannot open");
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+int chat(const ChatFlags& f) {
+    const auto model = load_model(f.model.path, f.model.load_options());
+    const Vocab vocab = load_vocab(model->file);
+    SessionOptions options;
+    options.n_ctx = f.ctx;
+    options.n_threads = f.threads;
+    options.kv_type = parse_kv_type(f.kv_type);
+    Session session(*model, options);
+
+    ChatConfig config;
+    config.template_source = f.template_file.empty() ? model->file.get_string("tokenizer.chat_template").value_or("")
+                                                     : read_all(f.template_file);
+    config.system = f.system;
+    config.sampling = f.sampling;
+    config.sampling.seed = f.seed >= 0 ? uint64_t(f.seed) : std::random_device{}();
+    config.max_reply_tokens = f.max_tokens;
+    Chat conversation(session, vocab, config);
+
+    std::fprintf(stderr, "rill chat: %s, %d layers, context %d tokens, %d threads. /help for commands, Ctrl-D to quit.\n",
+                 model->hp.arch.c_str(), model->hp.n_layer, session.n_ctx(), session.n_threads());
+    if (!conversation.has_template())
+        std::fprintf(stderr, "This model has no chat template: using a plain \"User: / Assistant:\" transcript.\n");
+    install_interrupt_handler();
+
+    std::string message;
+    while (read_message(message)) {
+        if (message.empty()) continue;
+        if (message[0] == '/') {
+            const size_t space = message.find(' ');
+            const std::string command = message.substr(0, space);
+            const std::string arg = space == std::string::npos ? "" : message.substr(space + 1);
+            try {
+                if (command == "/exit" || command == "/quit") break;
+                if (command == "/help") {
+                    std::printf("%s", kHelp);
+                } else if (command == "/reset") {
+                    conversation.reset();
+                    std::printf("(conversation cleared)\n");
+                } else if (command == "/system") {
+                    conversation.set_system(arg);
+                    conversation.reset();
+                    std::printf(arg.empty() ? "(system prompt removed; conversation cleared)\n"
+                                            : "(system prompt set; conversation cleared)\n");
+                } else if (command == "/save") {
+                    if (arg.empty()) throw Error("/save needs a file name");
+                    std::ofstream out(arg);
+                    out << conversation.to_json().dump(2) << "\n";
+                    if (!out) throw Error(arg + ": cannot write");
+                    std::printf("(saved %zu messages to %s)\n", conversation.messages().size(), arg.c_str());
+                } else if (command == "/load") {
+                    if (arg.empty()) throw Error("/load needs a file name");
+                    nlohmann::json saved;
+                    try {
+                        saved = nlohmann::json::parse(read_all(arg));
+                    } catch (const nlohmann::json::exception& e) {
+                        throw Error(arg + ": not JSON: " + e.what());
+                    }
+                    conversation.from_json(saved);
+                    std::printf("(loaded %zu messages from %s)\n", conversation.messages().size(), arg.c_str());
+                } else {
+                    std::printf("unknown command %s; /help lists them\n", command.c_str());
+                }
+            } catch (const Error& e) {
+                std::printf("error: %s\n", e.what());
+            }
+            continue;
+        }
+
+        interrupted.store(false);
+        try {
+            const ChatReply reply = conversation.send(
+                message,
+                [](std::string_view text) {
+                    std::fwrite(text.data(), 1, text.size(), stdout);
+                    std::fflush(stdout);
+                },
+                &interrupted);
+            std::printf("\n");
+            std::fflush(stdout);
+            if (reply.dropped_messages > 0)
+                std::fprintf(stderr, "(the context was full: the %d oldest messages were dropped, the system prompt kept)\n",
+                             reply.dropped_messages);
+            std::fprintf(stderr, "[%d tokens, %.1f t/s | prompt %d tokens, %d reused from earlier turns%s]\n",
+                         reply.generated, reply.generated * 1000.0 / std::max(reply.decode_ms, 1e-9), reply.prompt_tokens,
+                         reply.reused_tokens, reply.cancelled ? " | stopped by Ctrl-C" : reply.hit_limit ? " | length limit" : "");
+        } catch (const Error& e) {
+            std::printf("\nerror: %s\n", e.what());
+        }
+        interrupted.store(false);
+    }
+    std::printf("\n");
+    return 0;
+}
+
+}  // namespace
+
+Action add_chat(CLI::App& app) {
+    auto f = std::make_shared<ChatFlags>();
+    CLI::App* cmd = app.add_subcommand("chat", "Chat with a model in the terminal");
+    cmd->footer("Example:\n  rill chat -m model.gguf --system \"You are a concise assistant.\"\n"
+                "The model's own chat template formats the conversation; answers stream as they are written.");
+    f->model.add_to(*cmd);
+    cmd->add_option("--system", f->system, "system prompt");
+    cmd->add_option("--template", f->template_file, "use this Jinja chat template file instead of the model's")
+        ->check(CLI::ExistingFile);
+    cmd->add_option("-n,--max-tokens", f->max_tokens, "longest answer in tokens")->capture_default_str()->check(CLI::Range(1, 1 << 24));
+    cmd->add_option("--temp", f->sampling.temperature, "temperature; 0 is greedy")->capture_default_str()->check(CLI::Range(0.0, 100.0));
+    cmd->add_option("--top-k", f->sampling.top_k, "keep the k most likely tokens; 0 is off")->capture_default_str()->check(CLI::Range(0, 1 << 30));
+    cmd->add_option("--top-p", f->sampling.top_p, "nucleus sampling; 1 is off")->capture_default_str()->check(CLI::Range(0.0, 1.0));
+    cmd->add_option("--min-p", f->sampling.min_p, "drop tokens below this × the top probability")->capture_default_str()->check(CLI::Range(0.0, 1.0));
+    cmd->add_option("--repeat-penalty", f->sampling.repeat_penalty, "penalise recent tokens; 1 is off")
+        ->capture_default_str()->check(CLI::Range(0.0, 100.0));
+    cmd->add_option("--seed", f->seed, "random seed (default: random)");
+    cmd->add_option("-t,--threads", f->threads, "threads (default: every core)")->check(CLI::Range(1, 1024));
+    cmd->add_option("-c,--ctx-size", f->ctx, "context length (default: the model's, at most 4096)")->check(CLI::Range(16, 1 << 24));
+    cmd->add_option("--kv-type", f->kv_type, "KV cache type: f16 or f32")->capture_default_str()->check(CLI::IsMember({"f16", "f32"}));
+    return [f] { return chat(*f); };
+}
+
+}  // namespace rill::cli
