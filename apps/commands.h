@@ -15,5 +15,6 @@ Action add_tokenize(CLI::App& app);
 Action add_detokenize(CLI::App& app);
 Action add_chat(CLI::App& app);
 Action add_template(CLI::App& app);
+Action add_quantize(CLI::App& app);
 
 }  // namespace rill::cli

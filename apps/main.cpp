@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
         {"detokenize", rill::cli::add_detokenize(app)},
         {"chat", rill::cli::add_chat(app)},
         {"template", rill::cli::add_template(app)},
+        {"quantize", rill::cli::add_quantize(app)},
     };
 
     try {

@@ -1,0 +1,46 @@
+// Scalar reference quantizers: float32 rows into GGUF block formats, the inverse of dequantize_row.
+// Each reproduces what `llama-quantize` writes without an importance matrix (ggml's reference
+// quantizers), with the same operations in the same order so the bytes can match ggml's.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "tensor_type.h"
+
+namespace rill {
+
+// True for every type quantize_row can write (all types rill reads).
+bool can_quantize(TensorType type);
+
+// Quantizes n floats (n a multiple of the type's block size) into row_bytes(type, n) bytes at `out`.
+// Inputs are expected finite; values beyond a format's range give infinite scales, as in ggml.
+void quantize_row(TensorType type, const float* in, uint8_t* out, size_t n);
+
+// The per-type quantizers behind quantize_row, each writing n_blocks consecutive blocks.
+using QuantizeFn = void (*)(const float* in, uint8_t* blocks, size_t n_blocks);
+
+void quantize_q4_0(const float* in, uint8_t* blocks, size_t n_blocks);
+void quantize_q4_1(const float* in, uint8_t* blocks, size_t n_blocks);
+void quantize_q5_0(const float* in, uint8_t* blocks, size_t n_blocks);
+void quantize_q5_1(const float* in, uint8_t* blocks, size_t n_blocks);
+void quantize_q8_0(const float* in, uint8_t* blocks, size_t n_blocks);
+void quantize_q2_k(const float* in, uint8_t* blocks, size_t n_blocks);
+void quantize_q3_k(const float* in, uint8_t* blocks, size_t n_blocks);
+void quantize_q4_k(const float* in, uint8_t* blocks, size_t n_blocks);
+void quantize_q5_k(const float* in, uint8_t* blocks, size_t n_blocks);
+void quantize_q6_k(const float* in, uint8_t* blocks, size_t n_blocks);
+void quantize_iq4_nl(const float* in, uint8_t* blocks, size_t n_blocks);
+void quantize_iq4_xs(const float* in, uint8_t* blocks, size_t n_blocks);
+
+// ggml's nearest_int: adding 1.5 * 2^23 leaves round(x) (ties to even) in the low mantissa bits.
+// Valid for |x| < 2^22; larger or non-finite inputs give a meaningless but defined result, as in ggml.
+// Shared by the k-quant and IQ4 quantizers, whose bytes depend on this exact rounding.
+inline int nearest_int(float x) {
+    const float shifted = x + 12582912.0f;
+    int32_t bits;
+    std::memcpy(&bits, &shifted, sizeof bits);
+    return (bits & 0x007fffff) - 0x00400000;
+}
+
+}  // namespace rill

@@ -1,0 +1,40 @@
+// Which type each tensor gets when a model is quantized: a single type (--pure), or one of
+// llama.cpp's mixes, which give the tensors that matter most for quality a few more bits.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gguf.h"
+
+namespace rill {
+
+struct QuantRecipe {
+    std::string name;   // "Q4_K_M", "Q8_0", …
+    TensorType base;    // the type most matrices get
+    uint32_t file_type; // general.file_type, llama.cpp's llama_ftype number
+};
+
+std::optional<QuantRecipe> find_recipe(const std::string& name);
+std::vector<std::string> recipe_names();
+
+// Walks a model's tensors in file order, as llama.cpp does: some rules depend on how many
+// attn_v and ffn_down tensors came before.
+class QuantMix {
+public:
+    QuantMix(const QuantRecipe& recipe, const GgufFile& model, bool pure);
+    // The type for this tensor; tensors that are not quantized (norms, 1-D) keep their own type.
+    TensorType choose(const GgufTensor& tensor);
+
+private:
+    QuantRecipe recipe_;
+    bool pure_;
+    bool tied_embeddings_;
+    int n_gqa_ = 1;
+    int n_attn_v_ = 0, n_ffn_down_ = 0;
+    int i_attn_v_ = 0, i_ffn_down_ = 0;
+};
+
+bool tensor_is_quantizable(const GgufTensor& tensor);
+
+}  // namespace rill

@@ -1,0 +1,36 @@
+// Quantization mixes: the type each tensor gets matches what llama.cpp chose for the golden files.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/quant_mix.h"
+#include "shared_data.h"
+
+using namespace rill;
+
+TEST_CASE("the K-quant mixes give every golden tensor the type llama.cpp gave it", "[quant_mix]") {
+    const GgufFile source = GgufFile::open(test::shared_path("golden/synth-llama-A.F32.gguf"));
+    for (const char* mix : {"Q4_K_M", "Q5_K_M", "Q3_K_M"}) {
+        INFO(mix);
+        const auto golden = nlohmann::json::parse(test::read_text(test::shared_path(std::string("golden/synth-llama-A.") + mix + ".golden.json")));
+        QuantMix chooser(*find_recipe(mix), source, false);
+        for (const GgufTensor& t : source.tensors()) {
+            INFO(t.name);
+            CHECK(std::string(traits(chooser.choose(t)).name) == golden["tensor_types"][t.name].get<std::string>());
+        }
+    }
+}
+
+TEST_CASE("a pure quantization gives every matrix the one type and leaves norms in F32", "[quant_mix]") {
+    const GgufFile source = GgufFile::open(test::shared_path("golden/synth-llama-A.F32.gguf"));
+    QuantMix chooser(*find_recipe("Q4_0"), source, true);
+    for (const GgufTensor& t : source.tensors()) {
+        INFO(t.name);
+        CHECK(chooser.choose(t) == (t.n_dims == 2 ? TensorType::Q4_0 : TensorType::F32));
+    }
+}
+
+TEST_CASE("an unknown quantization name is not found", "[quant_mix]") {
+    CHECK_FALSE(find_recipe("Q7_K").has_value());
+    CHECK(find_recipe("Q4_K_M")->file_type == 15);
+}
