@@ -16,5 +16,6 @@ Action add_detokenize(CLI::App& app);
 Action add_chat(CLI::App& app);
 Action add_template(CLI::App& app);
 Action add_quantize(CLI::App& app);
+Action add_synth(CLI::App& app);
 
 }  // namespace rill::cli

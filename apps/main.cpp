@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
         {"chat", rill::cli::add_chat(app)},
         {"template", rill::cli::add_template(app)},
         {"quantize", rill::cli::add_quantize(app)},
+        {"synth", rill::cli::add_synth(app)},
     };
 
     try {

@@ -56,34 +56,40 @@ std::vector<std::string> recipe_names() {
     return names;
 }
 
-bool tensor_is_quantizable(const GgufTensor& t) {
-    return t.n_dims >= 2 && ends_with(t.name, "weight") && t.name.find("_norm.weight") == std::string::npos;
+bool tensor_is_quantizable(const std::string& name, uint32_t n_dims) {
+    return n_dims >= 2 && ends_with(name, "weight") && name.find("_norm.weight") == std::string::npos;
 }
 
-QuantMix::QuantMix(const QuantRecipe& recipe, const GgufFile& model, bool pure)
-    : recipe_(recipe), pure_(pure), tied_embeddings_(model.find_tensor("output.weight") == nullptr) {
-    const std::string arch = model.get_string("general.architecture").value_or("");
-    const auto heads = model.get_uint(arch + ".attention.head_count");
-    const auto kv_heads = model.get_uint(arch + ".attention.head_count_kv");
-    if (heads && kv_heads && *kv_heads > 0) n_gqa_ = int(*heads / *kv_heads);
-    for (const GgufTensor& t : model.tensors()) {
-        n_attn_v_ += t.name.find("attn_v.weight") != std::string::npos;
-        n_ffn_down_ += t.name.find("ffn_down.weight") != std::string::npos;
+QuantMix::QuantMix(const QuantRecipe& recipe, bool pure, int n_gqa, bool tied, const std::vector<std::string>& names)
+    : recipe_(recipe), pure_(pure), tied_embeddings_(tied), n_gqa_(n_gqa) {
+    for (const std::string& name : names) {
+        n_attn_v_ += name.find("attn_v.weight") != std::string::npos;
+        n_ffn_down_ += name.find("ffn_down.weight") != std::string::npos;
     }
 }
 
-TensorType QuantMix::choose(const GgufTensor& t) {
-    if (!tensor_is_quantizable(t)) return t.type;
+QuantMix QuantMix::for_file(const QuantRecipe& recipe, const GgufFile& model, bool pure) {
+    const std::string arch = model.get_string("general.architecture").value_or("");
+    const auto heads = model.get_uint(arch + ".attention.head_count");
+    const auto kv_heads = model.get_uint(arch + ".attention.head_count_kv");
+    const int n_gqa = heads && kv_heads && *kv_heads > 0 ? int(*heads / *kv_heads) : 1;
+    std::vector<std::string> names;
+    for (const GgufTensor& t : model.tensors()) names.push_back(t.name);
+    return QuantMix(recipe, pure, n_gqa, model.find_tensor("output.weight") == nullptr, names);
+}
+
+TensorType QuantMix::choose(const std::string& name, uint32_t n_dims, uint64_t row_length, TensorType current) {
+    if (!tensor_is_quantizable(name, n_dims)) return current;
     TensorType type = recipe_.base;
-    if (pure_ || recipe_.base == T::F32 || recipe_.base == T::F16 || recipe_.base == T::BF16) return fit_row(type, t.ne[0]);
+    if (pure_ || recipe_.base == T::F32 || recipe_.base == T::F16 || recipe_.base == T::BF16) return fit_row(type, row_length);
     const std::string& r = recipe_.name;
-    const bool output = t.name == "output.weight" || (tied_embeddings_ && t.name == "token_embd.weight");
+    const bool output = name == "output.weight" || (tied_embeddings_ && name == "token_embd.weight");
     if (output) {
-        if (t.ne[0] % 256 != 0) type = T::Q8_0;
+        if (row_length % 256 != 0) type = T::Q8_0;
         else if (type != T::Q8_0) type = T::Q6_K;
-    } else if (t.name == "token_embd.weight") {
+    } else if (name == "token_embd.weight") {
         // the base type
-    } else if (t.name.find("attn_v.weight") != std::string::npos) {
+    } else if (name.find("attn_v.weight") != std::string::npos) {
         const int i = i_attn_v_++;
         if (r == "Q2_K") type = n_gqa_ >= 4 ? T::Q4_K : T::Q3_K;
         else if (r == "Q3_K_M") type = i < 2 ? T::Q5_K : T::Q4_K;
@@ -91,7 +97,7 @@ TensorType QuantMix::choose(const GgufTensor& t) {
         else if ((r == "IQ4_NL" || r == "IQ4_XS") && n_gqa_ >= 4) type = T::Q5_K;
         else if ((r == "Q4_K_M" || r == "Q5_K_M") && use_more_bits(i, n_attn_v_)) type = T::Q6_K;
         else if (r == "Q4_K_S" && i < 4) type = T::Q5_K;
-    } else if (t.name.find("ffn_down.weight") != std::string::npos) {
+    } else if (name.find("ffn_down.weight") != std::string::npos) {
         const int i = i_ffn_down_++, n = n_ffn_down_;
         if (r == "Q2_K") type = T::Q3_K;
         else if (r == "Q3_K_M") type = i < n / 16 ? T::Q5_K : T::Q4_K;
@@ -100,12 +106,12 @@ TensorType QuantMix::choose(const GgufTensor& t) {
         else if ((r == "IQ4_NL" || r == "IQ4_XS") && i < n / 8) type = T::Q5_K;
         else if (r == "Q5_K_M" && use_more_bits(i, n)) type = T::Q6_K;
         else if (r == "Q4_K_S" && i < n / 8) type = T::Q5_K;
-    } else if (t.name.find("attn_output.weight") != std::string::npos) {
+    } else if (name.find("attn_output.weight") != std::string::npos) {
         if (r == "Q2_K") type = T::Q3_K;
         else if (r == "Q3_K_M") type = T::Q4_K;
         else if (r == "Q3_K_L") type = T::Q5_K;
     }
-    return fit_row(type, t.ne[0]);
+    return fit_row(type, row_length);
 }
 
 }  // namespace rill

@@ -22,9 +22,14 @@ std::vector<std::string> recipe_names();
 // attn_v and ffn_down tensors came before.
 class QuantMix {
 public:
-    QuantMix(const QuantRecipe& recipe, const GgufFile& model, bool pure);
-    // The type for this tensor; tensors that are not quantized (norms, 1-D) keep their own type.
-    TensorType choose(const GgufTensor& tensor);
+    // n_gqa: query heads per key/value head; tied: token_embd doubles as the output matrix;
+    // names: every tensor of the model, in file order.
+    QuantMix(const QuantRecipe& recipe, bool pure, int n_gqa, bool tied, const std::vector<std::string>& names);
+    static QuantMix for_file(const QuantRecipe& recipe, const GgufFile& model, bool pure);
+
+    // The type for a tensor; tensors that are not quantized (norms, 1-D) keep `current`.
+    TensorType choose(const std::string& name, uint32_t n_dims, uint64_t row_length, TensorType current);
+    TensorType choose(const GgufTensor& t) { return choose(t.name, t.n_dims, t.ne[0], t.type); }
 
 private:
     QuantRecipe recipe_;
@@ -35,6 +40,7 @@ private:
     int i_attn_v_ = 0, i_ffn_down_ = 0;
 };
 
-bool tensor_is_quantizable(const GgufTensor& tensor);
+bool tensor_is_quantizable(const std::string& name, uint32_t n_dims);
+inline bool tensor_is_quantizable(const GgufTensor& t) { return tensor_is_quantizable(t.name, t.n_dims); }
 
 }  // namespace rill

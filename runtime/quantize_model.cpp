@@ -19,11 +19,43 @@ bool is_float_type(TensorType t) { return t == TensorType::F32 || t == TensorTyp
 
 }  // namespace
 
+void write_quantized_rows(GgufWriter& out, TensorType target, size_t n, size_t rows, const RowSource& source,
+                          int threads, const std::atomic<bool>* cancel, TypeError& stats,
+                          const std::function<void(size_t rows_done)>& on_rows) {
+    const size_t out_row = row_bytes(target, n);
+    const size_t chunk_rows = std::max<size_t>(1, kChunkElements / n);
+    std::vector<float> original(std::min(chunk_rows, rows) * n), restored(original.size());
+    std::vector<uint8_t> packed(std::min(chunk_rows, rows) * out_row);
+    std::vector<double> row_error(std::min(chunk_rows, rows));
+    for (size_t first = 0; first < rows; first += chunk_rows) {
+        if (cancel != nullptr && cancel->load()) throw Error("cancelled");
+        const size_t count = std::min(chunk_rows, rows - first);
+#pragma omp parallel for num_threads(threads) schedule(static)
+        for (long long r = 0; r < (long long)count; ++r) {
+            float* src = original.data() + size_t(r) * n;
+            float* back = restored.data() + size_t(r) * n;
+            uint8_t* dst = packed.data() + size_t(r) * out_row;
+            source(first + size_t(r), src);
+            quantize_row(target, src, dst, n);
+            dequantize_row(target, dst, back, n);
+            double e = 0;
+            for (size_t i = 0; i < n; ++i) {
+                const double d = double(back[i]) - double(src[i]);
+                e += d * d;
+            }
+            row_error[size_t(r)] = e;
+        }
+        for (size_t r = 0; r < count; ++r) stats.squared_error += row_error[r];
+        out.write_data(std::span(packed.data(), count * out_row));
+        if (on_rows) on_rows(first + count);
+    }
+}
+
 QuantizeSummary quantize_model(const GgufFile& input, const std::string& output_path, const QuantizeOptions& options) {
     QuantizeSummary summary;
     summary.bytes_in = input.file_size();
     const int threads = options.n_threads > 0 ? options.n_threads : default_thread_count();
-    QuantMix mix(options.recipe, input, options.pure);
+    QuantMix mix = QuantMix::for_file(options.recipe, input, options.pure);
 
     GgufWriter out(output_path, input.alignment());
     for (const auto& [key, value] : input.metadata()) {
@@ -47,9 +79,6 @@ QuantizeSummary quantize_model(const GgufFile& input, const std::string& output_
     progress.tensors_total = input.tensors().size();
     out.begin_data();
 
-    std::vector<float> original, restored;
-    std::vector<uint8_t> packed;
-    std::vector<double> row_error;
     for (size_t k = 0; k < input.tensors().size(); ++k) {
         const GgufTensor& t = input.tensors()[k];
         const TensorType target = targets[k];
@@ -64,37 +93,15 @@ QuantizeSummary quantize_model(const GgufFile& input, const std::string& output_
         if (target == t.type) {  // nothing to convert: copy the bytes as they are
             out.write_data(std::span(t.data, t.n_bytes));
         } else {
-            const size_t chunk_rows = std::max<size_t>(1, kChunkElements / n);
-            for (size_t first = 0; first < rows; first += chunk_rows) {
-                if (options.cancel != nullptr && options.cancel->load()) throw Error("cancelled");
-                const size_t count = std::min(chunk_rows, rows - first);
-                original.resize(count * n);
-                restored.resize(count * n);
-                packed.resize(count * out_row);
-                row_error.assign(count, 0.0);
-                // Rows are independent and each is done whole by one thread: the bytes are the same
-                // for every thread count.
-#pragma omp parallel for num_threads(threads) schedule(static)
-                for (long long r = 0; r < (long long)count; ++r) {
-                    float* src = original.data() + size_t(r) * n;
-                    float* back = restored.data() + size_t(r) * n;
-                    uint8_t* dst = packed.data() + size_t(r) * out_row;
-                    dequantize_row(t.type, t.data + (first + size_t(r)) * t.row_bytes(), src, n);
-                    quantize_row(target, src, dst, n);
-                    dequantize_row(target, dst, back, n);
-                    double e = 0;
-                    for (size_t i = 0; i < n; ++i) {
-                        const double d = double(back[i]) - double(src[i]);
-                        e += d * d;
-                    }
-                    row_error[size_t(r)] = e;
-                }
-                for (const double e : row_error) stats.squared_error += e;
-                out.write_data(packed);
-                progress.bytes_done += count * t.row_bytes();
-                if (options.on_progress) options.on_progress(progress);
-            }
-            progress.bytes_done -= t.n_bytes;  // re-added below with the tensor count
+            const uint64_t before = progress.bytes_done;
+            write_quantized_rows(
+                out, target, n, rows,
+                [&](size_t row, float* dst) { dequantize_row(t.type, t.data + row * t.row_bytes(), dst, n); }, threads,
+                options.cancel, stats, [&](size_t done) {
+                    progress.bytes_done = before + done * t.row_bytes();
+                    if (options.on_progress) options.on_progress(progress);
+                });
+            progress.bytes_done = before;
         }
         progress.bytes_done += t.n_bytes;
         ++progress.tensors_done;

@@ -40,6 +40,18 @@ struct QuantizeSummary {
     bool requantized = false;  // some source matrices were already quantized
 };
 
+class GgufWriter;
+
+// Produces one row of floats: row index, then n floats to fill. Called from several threads at once.
+using RowSource = std::function<void(size_t row, float* out)>;
+
+// Converts rows to `target` in bounded chunks, in parallel (each row whole on one thread, so the
+// bytes do not depend on the thread count), appends them to the writer's current tensor and adds
+// the round-trip error to `stats`. `on_rows` is told how many rows are done after each chunk.
+void write_quantized_rows(GgufWriter& out, TensorType target, size_t row_length, size_t rows, const RowSource& source,
+                          int n_threads, const std::atomic<bool>* cancel, TypeError& stats,
+                          const std::function<void(size_t rows_done)>& on_rows);
+
 // Throws rill::Error (including when cancelled); on any error no output file is left.
 QuantizeSummary quantize_model(const GgufFile& input, const std::string& output_path, const QuantizeOptions& options);
 

@@ -119,6 +119,43 @@ grep -q "no chat template" "$tmp/fb.err" && pass "chat fallback is announced" ||
 grep -q "oldest messages were dropped" "$tmp/fb.err" && pass "chat drops old turns when the context fills" ||
   fail "chat drops old turns: $(cat "$tmp/fb.err")"
 
+# quantize and synth: clear errors, and no file left behind by a full disk or Ctrl-C.
+f32=$shared/golden/synth-llama-A.F32.gguf
+expect_error 2 "quantize to an unknown type" quantize "$f32" "$tmp/q.gguf" Q7_K
+expect_error 2 "quantize onto its own input" quantize "$f32" "$f32" Q4_0
+expect_error 2 "synth of an unknown preset" synth --preset llama-99b -o "$tmp/s.gguf"
+expect_error 1 "synth with a vocabulary of the wrong size" synth --preset tinyllama-1.1b --vocab "$bpe" -o "$tmp/s.gguf"
+[[ ! -e $tmp/s.gguf ]] && pass "no file after a failed synth" || fail "a failed synth left a file"
+"$rill" quantize "$f32" "$tmp/q.gguf" Q4_K_M >"$tmp/q.out" 2>&1 && grep -q "RMSE" "$tmp/q.out" && grep -q "Q6_K" "$tmp/q.out" &&
+  pass "quantize prints sizes and RMSE per type" || fail "quantize summary: $(tail -5 "$tmp/q.out")"
+# A file-size limit stands in for a full disk (SIGXFSZ ignored, so writes fail with EFBIG).
+(trap '' XFSZ; ulimit -f 200; exec "$rill" quantize "$f32" "$tmp/full.gguf" Q8_0 --pure) >/dev/null 2>"$tmp/full.err"
+code=$?
+if [[ $code == 1 ]] && grep -q "disk full" "$tmp/full.err" && ! ls "$tmp"/full.gguf* >/dev/null 2>&1; then
+  pass "full disk during quantize: clear error, no file"
+else
+  fail "full disk during quantize (exit $code): $(cat "$tmp/full.err")"
+fi
+"$rill" synth --preset tinyllama-1.1b --type Q4_0 -o "$tmp/big.gguf" >/dev/null 2>"$tmp/int.err" &
+pid=$!
+sleep 2
+kill -INT $pid
+wait $pid
+code=$?
+if [[ $code == 1 ]] && grep -q "interrupted: no output file was written" "$tmp/int.err" && ! ls "$tmp"/big.gguf* >/dev/null 2>&1; then
+  pass "Ctrl-C during synth: clear message, no file"
+else
+  fail "Ctrl-C during synth (exit $code): $(tail -c 300 "$tmp/int.err")"
+fi
+"$rill" synth --preset tiny --type Q4_K_M --seed 5 -o "$tmp/a.gguf" >/dev/null 2>&1
+"$rill" synth --preset tiny --type Q4_K_M --seed 5 -t 1 -o "$tmp/b.gguf" >/dev/null 2>&1
+"$rill" synth --preset tiny --type Q4_K_M --seed 6 -o "$tmp/c.gguf" >/dev/null 2>&1
+cmp -s "$tmp/a.gguf" "$tmp/b.gguf" && ! cmp -s "$tmp/a.gguf" "$tmp/c.gguf" && pass "synth: same seed, same bytes" ||
+  fail "synth: same seed, same bytes"
+"$rill" run -m "$tmp/a.gguf" -p "" -n 8 --seed 1 >/dev/null 2>&1 && pass "a synth model with the placeholder vocabulary runs" ||
+  fail "a synth model with the placeholder vocabulary runs"
+"$rill" synth --list | grep -q "llama-3.1-8b" && pass "synth --list" || fail "synth --list"
+
 # Same seed, same text.
 a=$("$rill" run -m "$stories" -p "Once upon a time" -n 40 --seed 7 2>/dev/null)
 b=$("$rill" run -m "$stories" -p "Once upon a time" -n 40 --seed 7 -t 1 2>/dev/null)

@@ -217,6 +217,15 @@ TEST_CASE("operators and literals follow Jinja's precedence and Python's truthin
           "tab\there|café|xy|[1, 'a', None, True]");
 }
 
+TEST_CASE("tuples print and compare as Python's and can be dict keys", "[chat_template]") {
+    CHECK(render("{{ (1,) }}{{ (1, 2) }}|{{ (1, 2) == [1, 2] }}|{{ {(1, 2): 'pair'}[1, 2] }}|{{ (1, 2) | tojson }}") ==
+          "(1,)(1, 2)|False|pair|[1, 2]");
+}
+
+TEST_CASE("a tag that opens a body may end in a colon, as Jinja allows", "[chat_template]") {
+    CHECK(render("{% if false: %}a{% elif true: %}b{% else: %}c{% endif %}{% for i in [1]: %}{{ i }}{% endfor %}") == "b1");
+}
+
 TEST_CASE("tests classify values as Jinja's do", "[chat_template]") {
     CHECK(render("{{ x is defined }}{{ x is undefined }}{{ none is none }}{{ 'a' is string }}{{ {} is mapping }}") ==
           "FalseTrueTrueTrueTrue");

@@ -13,7 +13,7 @@ TEST_CASE("the K-quant mixes give every golden tensor the type llama.cpp gave it
     for (const char* mix : {"Q4_K_M", "Q5_K_M", "Q3_K_M"}) {
         INFO(mix);
         const auto golden = nlohmann::json::parse(test::read_text(test::shared_path(std::string("golden/synth-llama-A.") + mix + ".golden.json")));
-        QuantMix chooser(*find_recipe(mix), source, false);
+        QuantMix chooser = QuantMix::for_file(*find_recipe(mix), source, false);
         for (const GgufTensor& t : source.tensors()) {
             INFO(t.name);
             CHECK(std::string(traits(chooser.choose(t)).name) == golden["tensor_types"][t.name].get<std::string>());
@@ -23,7 +23,7 @@ TEST_CASE("the K-quant mixes give every golden tensor the type llama.cpp gave it
 
 TEST_CASE("a pure quantization gives every matrix the one type and leaves norms in F32", "[quant_mix]") {
     const GgufFile source = GgufFile::open(test::shared_path("golden/synth-llama-A.F32.gguf"));
-    QuantMix chooser(*find_recipe("Q4_0"), source, true);
+    QuantMix chooser = QuantMix::for_file(*find_recipe("Q4_0"), source, true);
     for (const GgufTensor& t : source.tensors()) {
         INFO(t.name);
         CHECK(chooser.choose(t) == (t.n_dims == 2 ? TensorType::Q4_0 : TensorType::F32));
