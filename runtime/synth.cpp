@@ -210,11 +210,11 @@ QuantizeSummary synthesize_model(const std::string& output_path, const SynthOpti
         ++stats.tensors;
         stats.elements += n * rows;
         stats.bytes += row_bytes(targets[k], n) * rows;
-        // Matrices ~ uniform with the standard deviation 1/sqrt(fan-in) of common initialisations;
-        // embeddings ~ 1; norms near 1; biases small. Uniform: cheap and bounded.
+        // Matrices (embeddings included, as trained ones are) ~ uniform with standard deviation
+        // 1/sqrt(row length), so logits stay of order one even when the output reuses token_embd;
+        // norms near 1; biases small. Uniform: cheap and bounded.
         const uint64_t tensor_seed = mix64(o.seed ^ name_hash(t.name));
-        const bool embedding = t.name == "token_embd.weight";
-        const float scale = is_norm(t.name) ? 0.1f : is_bias(t.name) ? 0.05f : embedding ? 1.0f : 1.0f / std::sqrt(float(n));
+        const float scale = is_norm(t.name) ? 0.1f : is_bias(t.name) ? 0.05f : 1.0f / std::sqrt(float(n));
         const float offset = is_norm(t.name) ? 1.0f : 0.0f;
         const float half_width = scale * std::sqrt(3.0f);
         const RowSource source = [&](size_t row, float* dst) {

@@ -22,7 +22,8 @@ compare() {  # logits.f32 peer.json bound: prints the max difference, fails abov
     const buf = fs.readFileSync(logitsFile);
     const n = ref.length, all = buf.length / 4;
     const last = []; for (let i = all - n; i < all; i++) last.push(buf.readFloatLE(4 * i));
-    const max = Math.max(...last);
+    let max = -Infinity;
+    for (const x of last) max = Math.max(max, x);
     const lse = max + Math.log(last.reduce((s, x) => s + Math.exp(x - max), 0));
     // null marks a probability that underflowed float32 in llama.cpp: compare the rest, which must be most.
     let worst = 0, compared = 0;
