@@ -1,6 +1,5 @@
 // rill chat: an interactive conversation in the terminal, rendered with the model's chat template.
 #include <editline/readline.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -8,8 +7,8 @@
 #include <fstream>
 #include <memory>
 #include <random>
-#include <sstream>
 
+#include "cli_support.h"
 #include "commands.h"
 #include "model_flags.h"
 #include "runtime/chat.h"
@@ -30,19 +29,6 @@ struct ChatFlags {
     SamplingParams sampling;
 };
 
-// Set by Ctrl-C; a signal handler can only touch a lock-free atomic.
-std::atomic<bool> interrupted{false};
-
-void on_interrupt(int) { interrupted.store(true); }
-
-void install_interrupt_handler() {
-    struct sigaction action {};
-    action.sa_handler = on_interrupt;
-    sigemptyset(&action.sa_mask);
-    action.sa_flags = 0;  // no SA_RESTART: a blocked read returns so the prompt can be redrawn
-    sigaction(SIGINT, &action, nullptr);
-}
-
 const char* kHelp =
     "Commands:\n"
     "  /help            this list\n"
@@ -60,11 +46,11 @@ bool read_message(std::string& message) {
     message.clear();
     bool block = false;
     for (;;) {
-        interrupted.store(false);
+        clear_interrupt();
         const char* prompt = message.empty() && !block ? "> " : ". ";
         char* raw = readline(prompt);
         if (raw == nullptr) {
-            if (interrupted.exchange(false)) {  // Ctrl-C at the prompt: drop the line, keep chatting
+            if (take_interrupt()) {  // Ctrl-C at the prompt: drop the line, keep chatting
                 std::printf("\n");
                 message.clear();
                 block = false;
@@ -94,14 +80,6 @@ bool read_message(std::string& message) {
     }
 }
 
-std::string read_all(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(path + ": cannot open");
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
 int chat(const ChatFlags& f) {
     const auto model = load_model(f.model.path, f.model.load_options());
     const Vocab vocab = load_vocab(model->file);
@@ -113,7 +91,7 @@ int chat(const ChatFlags& f) {
 
     ChatConfig config;
     config.template_source = f.template_file.empty() ? model->file.get_string("tokenizer.chat_template").value_or("")
-                                                     : read_all(f.template_file);
+                                                     : read_text_file(f.template_file);
     config.system = f.system;
     config.sampling = f.sampling;
     config.sampling.seed = f.seed >= 0 ? uint64_t(f.seed) : std::random_device{}();
@@ -124,7 +102,7 @@ int chat(const ChatFlags& f) {
                  model->hp.arch.c_str(), model->hp.n_layer, session.n_ctx(), session.n_threads());
     if (!conversation.has_template())
         std::fprintf(stderr, "This model has no chat template: using a plain \"User: / Assistant:\" transcript.\n");
-    install_interrupt_handler();
+    const std::atomic<bool>& interrupted = interrupt_flag();
 
     std::string message;
     while (read_message(message)) {
@@ -155,7 +133,7 @@ int chat(const ChatFlags& f) {
                     if (arg.empty()) throw Error("/load needs a file name");
                     nlohmann::json saved;
                     try {
-                        saved = nlohmann::json::parse(read_all(arg));
+                        saved = nlohmann::json::parse(read_text_file(arg));
                     } catch (const nlohmann::json::exception& e) {
                         throw Error(arg + ": not JSON: " + e.what());
                     }
@@ -170,7 +148,7 @@ int chat(const ChatFlags& f) {
             continue;
         }
 
-        interrupted.store(false);
+        clear_interrupt();
         try {
             const ChatReply reply = conversation.send(
                 message,
@@ -190,7 +168,7 @@ int chat(const ChatFlags& f) {
         } catch (const Error& e) {
             std::printf("\nerror: %s\n", e.what());
         }
-        interrupted.store(false);
+        clear_interrupt();
     }
     std::printf("\n");
     return 0;

@@ -1,10 +1,9 @@
 // rill quantize: write a model's matrices in another tensor type, or one of llama.cpp's mixes.
-#include <signal.h>
-
 #include <atomic>
 #include <cstdio>
 #include <memory>
 
+#include "cli_support.h"
 #include "commands.h"
 #include "progress.h"
 #include "runtime/error.h"
@@ -19,25 +18,17 @@ struct QuantizeFlags {
     int threads = 0;
 };
 
-std::atomic<bool> cancel_requested{false};  // set by Ctrl-C; the loop stops and the writer cleans up
-
-void on_interrupt(int) { cancel_requested.store(true); }
-
 int quantize(const QuantizeFlags& f) {
     const auto recipe = find_recipe(f.type);
     if (!recipe) {
-        std::string names;
-        for (const std::string& n : recipe_names()) names += (names.empty() ? "" : ", ") + n;
+        const std::string names = join_names(recipe_names());
         throw CLI::ValidationError("TYPE", "'" + f.type + "' is not a quantization type (choose from " + names + ")");
     }
     if (f.input == f.output) throw CLI::ValidationError("OUT", "the output must not overwrite the input");
     const GgufFile input = GgufFile::open(f.input);
 
-    struct sigaction action {};
-    action.sa_handler = on_interrupt;
-    sigemptyset(&action.sa_mask);
-    sigaction(SIGINT, &action, nullptr);
-    sigaction(SIGTERM, &action, nullptr);
+    // Ctrl-C stops at the next chunk; the writer then removes its temporary file.
+    const std::atomic<bool>& cancel_requested = interrupt_flag(true);
 
     ProgressBar bar("quantizing");
     QuantizeOptions options;

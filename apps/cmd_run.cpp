@@ -1,11 +1,10 @@
 // rill run: generate text from a prompt, streaming it to stdout, with timings on stderr.
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <random>
-#include <sstream>
 
+#include "cli_support.h"
 #include "commands.h"
 #include "model_flags.h"
 #include "runtime/error.h"
@@ -28,14 +27,6 @@ struct RunFlags {
     bool parse_special = false;
 };
 
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(path + ": cannot open the prompt file");
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
 double ms_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
@@ -51,7 +42,7 @@ int run(const RunFlags& f) {
     Session session(*model, options);
     const double load_ms = ms_since(load_start);
 
-    const std::string text = f.prompt_file.empty() ? f.prompt : read_file(f.prompt_file);
+    const std::string text = f.prompt_file.empty() ? f.prompt : read_text_file(f.prompt_file);
     std::vector<int32_t> prompt = tokenize(vocab, text, {.add_special = true, .parse_special = f.parse_special});
     if (prompt.empty()) throw Error("the prompt is empty and the model has no BOS token to start from");
     if (int(prompt.size()) >= session.n_ctx())

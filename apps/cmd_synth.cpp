@@ -1,10 +1,9 @@
 // rill synth: a random-weight model with a real model's exact shapes, for benchmarks without downloads.
-#include <signal.h>
-
 #include <atomic>
 #include <cstdio>
 #include <memory>
 
+#include "cli_support.h"
 #include "commands.h"
 #include "progress.h"
 #include "runtime/error.h"
@@ -19,9 +18,6 @@ struct SynthFlags {
     int threads = 0;
     bool list = false;
 };
-
-std::atomic<bool> cancel_requested{false};
-void on_interrupt(int) { cancel_requested.store(true); }
 
 void list_presets() {
     const char* types[] = {"Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0", "F16"};
@@ -49,15 +45,11 @@ int synth(const SynthFlags& f) {
     }
     const auto recipe = find_recipe(f.type);
     if (!recipe) {
-        std::string names;
-        for (const std::string& n : recipe_names()) names += (names.empty() ? "" : ", ") + n;
+        const std::string names = join_names(recipe_names());
         throw CLI::ValidationError("--type", "'" + f.type + "' is not a quantization type (choose from " + names + ")");
     }
-    struct sigaction action {};
-    action.sa_handler = on_interrupt;
-    sigemptyset(&action.sa_mask);
-    sigaction(SIGINT, &action, nullptr);
-    sigaction(SIGTERM, &action, nullptr);
+    // Ctrl-C stops at the next chunk; the writer then removes its temporary file.
+    const std::atomic<bool>& cancel_requested = interrupt_flag(true);
 
     ProgressBar bar("synthesizing " + preset->name + " " + recipe->name);
     SynthOptions options;

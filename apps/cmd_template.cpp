@@ -1,9 +1,8 @@
 // rill template: render a chat template for a conversation, as Hugging Face's apply_chat_template does.
 #include <cstdio>
-#include <fstream>
 #include <memory>
-#include <sstream>
 
+#include "cli_support.h"
 #include "commands.h"
 #include "model_flags.h"
 #include "runtime/chat_template.h"
@@ -22,14 +21,6 @@ struct TemplateFlags {
     bool bos_set = false, eos_set = false;
 };
 
-std::string read_all(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(path + ": cannot open");
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
 int run_template(const TemplateFlags& f) {
     ChatTemplateInput input;
     std::string source;
@@ -42,14 +33,14 @@ int run_template(const TemplateFlags& f) {
         if (vocab.bos >= 0) input.bos_token = vocab.tokens[size_t(vocab.bos)];
         if (vocab.eos >= 0) input.eos_token = vocab.tokens[size_t(vocab.eos)];
     } else {
-        source = read_all(f.template_file);
+        source = read_text_file(f.template_file);
     }
     if (f.bos_set) input.bos_token = f.bos;
     if (f.eos_set) input.eos_token = f.eos;
 
     nlohmann::ordered_json doc;  // keeps keys in file order, as Python does for tojson
     try {
-        doc = nlohmann::ordered_json::parse(read_all(f.messages_file));
+        doc = nlohmann::ordered_json::parse(read_text_file(f.messages_file));
     } catch (const nlohmann::json::exception& e) {
         throw Error(f.messages_file + ": not valid JSON: " + e.what());
     }

@@ -45,6 +45,7 @@ void GgufWriter::fail(const std::string& what) {
 }
 
 void GgufWriter::put(const void* data, size_t n) {
+    if (n == 0) return;  // empty metadata or arrays may come as a null pointer
     if (!data_started_) {
         const auto* p = static_cast<const uint8_t*>(data);
         header_.insert(header_.end(), p, p + n);
