@@ -6,11 +6,11 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
-#include <random>
 
 #include "cli_support.h"
 #include "commands.h"
 #include "model_flags.h"
+#include "sampling_flags.h"
 #include "runtime/chat.h"
 #include "runtime/error.h"
 
@@ -24,9 +24,8 @@ struct ChatFlags {
     int threads = 0;
     int ctx = 0;
     int max_tokens = 1024;
-    int64_t seed = -1;
     std::string kv_type = "f16";
-    SamplingParams sampling;
+    SamplingFlags sampling;
 };
 
 const char* kHelp =
@@ -93,8 +92,7 @@ int chat(const ChatFlags& f) {
     config.template_source = f.template_file.empty() ? model->file.get_string("tokenizer.chat_template").value_or("")
                                                      : read_text_file(f.template_file);
     config.system = f.system;
-    config.sampling = f.sampling;
-    config.sampling.seed = f.seed >= 0 ? uint64_t(f.seed) : std::random_device{}();
+    config.sampling = f.sampling.resolved();
     config.max_reply_tokens = f.max_tokens;
     Chat conversation(session, vocab, config);
 
@@ -186,13 +184,7 @@ Action add_chat(CLI::App& app) {
     cmd->add_option("--template", f->template_file, "use this Jinja chat template file instead of the model's")
         ->check(CLI::ExistingFile);
     cmd->add_option("-n,--max-tokens", f->max_tokens, "longest answer in tokens")->capture_default_str()->check(CLI::Range(1, 1 << 24));
-    cmd->add_option("--temp", f->sampling.temperature, "temperature; 0 is greedy")->capture_default_str()->check(CLI::Range(0.0, 100.0));
-    cmd->add_option("--top-k", f->sampling.top_k, "keep the k most likely tokens; 0 is off")->capture_default_str()->check(CLI::Range(0, 1 << 30));
-    cmd->add_option("--top-p", f->sampling.top_p, "nucleus sampling; 1 is off")->capture_default_str()->check(CLI::Range(0.0, 1.0));
-    cmd->add_option("--min-p", f->sampling.min_p, "drop tokens below this × the top probability")->capture_default_str()->check(CLI::Range(0.0, 1.0));
-    cmd->add_option("--repeat-penalty", f->sampling.repeat_penalty, "penalise recent tokens; 1 is off")
-        ->capture_default_str()->check(CLI::Range(0.0, 100.0));
-    cmd->add_option("--seed", f->seed, "random seed (default: random)");
+    f->sampling.add_to(*cmd);
     cmd->add_option("-t,--threads", f->threads, "threads (default: every core)")->check(CLI::Range(1, 1024));
     cmd->add_option("-c,--ctx-size", f->ctx, "context length (default: the model's, at most 4096)")->check(CLI::Range(16, 1 << 24));
     cmd->add_option("--kv-type", f->kv_type, "KV cache type: f16 or f32")->capture_default_str()->check(CLI::IsMember({"f16", "f32"}));

@@ -2,11 +2,11 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
-#include <random>
 
 #include "cli_support.h"
 #include "commands.h"
 #include "model_flags.h"
+#include "sampling_flags.h"
 #include "runtime/error.h"
 #include "runtime/generate.h"
 #include "runtime/tokenizer.h"
@@ -22,8 +22,7 @@ struct RunFlags {
     int threads = 0;
     int ctx = 0;
     std::string kv_type = "f16";
-    SamplingParams sampling;
-    int64_t seed = -1;
+    SamplingFlags sampling;
     bool parse_special = false;
 };
 
@@ -49,8 +48,7 @@ int run(const RunFlags& f) {
         throw Error("the prompt has " + std::to_string(prompt.size()) + " tokens, which leaves no room in the context of " +
                     std::to_string(session.n_ctx()) + " (raise -c)");
 
-    SamplingParams sampling = f.sampling;
-    sampling.seed = f.seed >= 0 ? uint64_t(f.seed) : std::random_device{}();
+    const SamplingParams sampling = f.sampling.resolved();
     Sampler sampler(sampling);
     const GenerationStats stats = generate(session, vocab, prompt, f.n_predict, sampler, [](int32_t, std::string_view piece) {
         std::fwrite(piece.data(), 1, piece.size(), stdout);
@@ -84,17 +82,7 @@ Action add_run(CLI::App& app) {
     auto* prompt = cmd->add_option("-p,--prompt", f->prompt, "prompt text (empty: start from BOS alone)");
     cmd->add_option("-f,--file", f->prompt_file, "read the prompt from a file")->excludes(prompt)->check(CLI::ExistingFile);
     cmd->add_option("-n,--n-predict", f->n_predict, "tokens to generate at most")->capture_default_str()->check(CLI::Range(0, 1 << 24));
-    cmd->add_option("--temp", f->sampling.temperature, "temperature; 0 is greedy")->capture_default_str()->check(CLI::Range(0.0, 100.0));
-    cmd->add_option("--top-k", f->sampling.top_k, "keep the k most likely tokens; 0 is off")->capture_default_str()->check(CLI::Range(0, 1 << 30));
-    cmd->add_option("--top-p", f->sampling.top_p, "keep the most likely tokens up to this total probability; 1 is off")
-        ->capture_default_str()->check(CLI::Range(0.0, 1.0));
-    cmd->add_option("--min-p", f->sampling.min_p, "drop tokens less likely than this × the most likely one; 0 is off")
-        ->capture_default_str()->check(CLI::Range(0.0, 1.0));
-    cmd->add_option("--repeat-penalty", f->sampling.repeat_penalty, "penalise the last 64 tokens; 1 is off")
-        ->capture_default_str()->check(CLI::Range(0.0, 100.0));
-    cmd->add_option("--repeat-last-n", f->sampling.repeat_last_n, "how many recent tokens the penalty covers")
-        ->capture_default_str()->check(CLI::Range(0, 1 << 20));
-    cmd->add_option("--seed", f->seed, "random seed; the same seed gives the same text (default: random)");
+    f->sampling.add_to(*cmd);
     cmd->add_option("-t,--threads", f->threads, "threads (default: every core)")->check(CLI::Range(1, 1024));
     cmd->add_option("-c,--ctx-size", f->ctx, "context length in tokens (default: the model's, at most 4096)")
         ->check(CLI::Range(1, 1 << 24));

@@ -1,11 +1,11 @@
 // Byte-level BPE (GPT-2 style): pre-tokenize into words, map each byte to a printable character,
 // then merge adjacent symbols by merge rank (lowest first, leftmost on ties) until none applies.
 #include <array>
-#include <queue>
 #include <unordered_map>
 
 #include "error.h"
 #include "pretokenize.h"
+#include "symbol_merge.h"
 #include "tokenizer.h"
 #include "utf8.h"
 
@@ -59,80 +59,33 @@ std::string valid_utf8(std::string_view text) {
     return out;
 }
 
-class BpeWord {
-public:
-    BpeWord(const Vocab& vocab, std::string_view mapped) : vocab_(vocab), text_(mapped) {}
-
-    void encode(std::vector<int32_t>& out) {
-        if (vocab_.ignore_merges) {
-            if (const int32_t id = vocab_.find(text_); id >= 0) {
-                out.push_back(id);
-                return;
-            }
-        }
-        for (size_t i = 0; i < text_.size();) {
-            const size_t len = std::min(utf8_sequence_length(uint8_t(text_[i])), text_.size() - i);
-            symbols_.push_back({int(symbols_.size()) - 1, int(symbols_.size()) + 1, i, len});
-            i += len;
-        }
-        if (symbols_.empty()) return;
-        symbols_.back().next = -1;
-        for (int i = 1; i < int(symbols_.size()); ++i) try_pair(i - 1, i);
-        while (!queue_.empty()) {
-            const Pair p = queue_.top();
-            queue_.pop();
-            Symbol& left = symbols_[size_t(p.left)];
-            Symbol& right = symbols_[size_t(p.right)];
-            if (left.len == 0 || right.len == 0 || left.len + right.len != p.len) continue;  // stale
-            left.len += right.len;
-            right.len = 0;
-            left.next = right.next;
-            if (right.next >= 0) symbols_[size_t(right.next)].prev = p.left;
-            try_pair(left.prev, p.left);
-            try_pair(p.left, left.next);
-        }
-        for (int i = 0; i >= 0; i = symbols_[size_t(i)].next) {
-            const std::string_view piece = text_.substr(symbols_[size_t(i)].start, symbols_[size_t(i)].len);
-            if (const int32_t id = vocab_.find(piece); id >= 0) {
-                out.push_back(id);
-                continue;
-            }
-            // No token for the merged text: fall back to single-byte tokens, skipping any that are missing.
-            for (const char c : piece)
-                if (const int32_t id = vocab_.find(std::string_view(&c, 1)); id >= 0) out.push_back(id);
+// Merges one pre-tokenized, byte-mapped word by merge rank and appends its tokens.
+void encode_word(const Vocab& vocab, std::string_view word, std::vector<int32_t>& out) {
+    if (vocab.ignore_merges) {
+        if (const int32_t id = vocab.find(word); id >= 0) {
+            out.push_back(id);
+            return;
         }
     }
-
-private:
-    struct Symbol {
-        int prev, next;
-        size_t start, len;
+    std::string key;
+    const auto rank = [&](std::string_view left, std::string_view right) -> std::optional<double> {
+        key.assign(left);
+        key += ' ';
+        key.append(right);
+        const auto it = vocab.merge_ranks.find(key);
+        if (it == vocab.merge_ranks.end()) return std::nullopt;
+        return double(it->second);
     };
-    struct Pair {
-        int left, right;
-        int32_t rank;
-        size_t len;
-        bool operator<(const Pair& o) const { return rank > o.rank || (rank == o.rank && left > o.left); }
-    };
-
-    void try_pair(int left, int right) {
-        if (left < 0 || right < 0) return;
-        const Symbol& a = symbols_[size_t(left)];
-        const Symbol& b = symbols_[size_t(right)];
-        key_.assign(text_.substr(a.start, a.len));
-        key_ += ' ';
-        key_.append(text_.substr(b.start, b.len));
-        const auto it = vocab_.merge_ranks.find(key_);
-        if (it == vocab_.merge_ranks.end()) return;
-        queue_.push({left, right, it->second, a.len + b.len});
+    for (const std::string_view piece : merge_symbols(word, rank)) {
+        if (const int32_t id = vocab.find(piece); id >= 0) {
+            out.push_back(id);
+            continue;
+        }
+        // No token for the merged text: fall back to single-byte tokens, skipping any that are missing.
+        for (const char c : piece)
+            if (const int32_t id = vocab.find(std::string_view(&c, 1)); id >= 0) out.push_back(id);
     }
-
-    const Vocab& vocab_;
-    std::string_view text_;
-    std::string key_;
-    std::vector<Symbol> symbols_;
-    std::priority_queue<Pair> queue_;
-};
+}
 
 }  // namespace
 
@@ -146,7 +99,7 @@ void tokenize_bpe(const Vocab& vocab, std::string_view raw, std::vector<int32_t>
         mapped.clear();
         for (const char c : word) mapped += map.to_text[uint8_t(c)];
         auto [it, fresh] = cache.try_emplace(mapped);
-        if (fresh) BpeWord(vocab, mapped).encode(it->second);
+        if (fresh) encode_word(vocab, mapped, it->second);
         out.insert(out.end(), it->second.begin(), it->second.end());
     }
 }
