@@ -17,5 +17,6 @@ Action add_chat(CLI::App& app);
 Action add_template(CLI::App& app);
 Action add_quantize(CLI::App& app);
 Action add_synth(CLI::App& app);
+Action add_bench(CLI::App& app);
 
 }  // namespace rill::cli

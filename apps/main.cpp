@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
         {"template", rill::cli::add_template(app)},
         {"quantize", rill::cli::add_quantize(app)},
         {"synth", rill::cli::add_synth(app)},
+        {"bench", rill::cli::add_bench(app)},
     };
 
     try {

@@ -1,33 +1,11 @@
 #include "ops.h"
 
-#include <omp.h>
-
 #include <cmath>
 #include <cstring>
 
 #include "simd/dot.h"
 
 namespace rill {
-
-void matmul(const Weight& w, const float* in, float* out, int n_tokens, int n_threads, ThreadScratch& scratch) {
-    const int rows = w.rows(), cols = w.cols();
-    const bool is_f32 = w.type() == TensorType::F32;
-    // Below this much work a parallel region costs more than it saves, and on a loaded machine a
-    // descheduled team member stalls everyone at the barrier.
-    const bool parallel = size_t(rows) * size_t(cols) * size_t(n_tokens) >= kMinParallelWork;
-#pragma omp parallel for num_threads(n_threads) schedule(static) if (parallel)
-    for (int r = 0; r < rows; ++r) {
-        const float* row;
-        if (is_f32) {
-            row = reinterpret_cast<const float*>(w.row(r));
-        } else {
-            float* buf = scratch.rows[size_t(omp_get_thread_num())].data();
-            dequantize_row(w.type(), w.row(r), buf, size_t(cols));
-            row = buf;
-        }
-        for (int t = 0; t < n_tokens; ++t) out[size_t(t) * rows + r] = simd::dot(row, in + size_t(t) * cols, size_t(cols));
-    }
-}
 
 void weight_row(const Weight& w, int row, float* out) { dequantize_row(w.type(), w.row(row), out, size_t(w.cols())); }
 

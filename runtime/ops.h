@@ -1,5 +1,5 @@
-// The forward pass's operations, on rows of floats. Matrices are GGUF weights (any tensor type);
-// activations are row-major [tokens][features].
+// The forward pass's element-wise and per-token operations on rows of floats (matrix products are
+// in matmul.h); activations are row-major [tokens][features].
 #pragma once
 #include <span>
 #include <vector>
@@ -7,19 +7,6 @@
 #include "model.h"
 
 namespace rill {
-
-// Multiply-adds below which a loop runs on the calling thread alone.
-inline constexpr size_t kMinParallelWork = size_t(1) << 18;
-
-// Per-thread scratch reused across calls, so the hot path allocates nothing.
-struct ThreadScratch {
-    std::vector<std::vector<float>> rows;  // one dequantized weight row per thread
-    explicit ThreadScratch(int n_threads = 1, size_t row_len = 0) : rows(size_t(n_threads), std::vector<float>(row_len)) {}
-};
-
-// out[t][r] = dot(W row r, in[t]) for t < n_tokens, r < W.rows(). Each output row is computed
-// whole by one thread, so the result is the same for every thread count.
-void matmul(const Weight& w, const float* in, float* out, int n_tokens, int n_threads, ThreadScratch& scratch);
 
 // One row of a weight, dequantized (used for embedding lookup).
 void weight_row(const Weight& w, int row, float* out);

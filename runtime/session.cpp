@@ -4,12 +4,27 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 #include <thread>
 
 #include "error.h"
 #include "simd/dot.h"
 
 namespace rill {
+
+namespace {
+simd::KernelPath choose_kernel_path(const std::optional<simd::KernelPath>& requested) {
+    try {
+        const simd::KernelPath path = requested ? *requested : simd::default_kernel_path();
+        if (!simd::cpu_supports(path))
+            throw Error("kernel path " + std::string(simd::kernel_path_name(path)) + " needs instructions this CPU lacks");
+        return path;
+    } catch (const std::invalid_argument& e) {
+        throw Error(e.what());
+    }
+}
+}  // namespace
 
 int default_thread_count() { return std::max(1u, std::thread::hardware_concurrency()); }
 
@@ -23,7 +38,7 @@ Session::Session(const Model& model, const SessionOptions& options)
     const Hparams& hp = model.hp;
     kv_ = KvCache(options.kv_type, hp.n_layer, n_ctx_, hp.kv_dim());
     const int widest = std::max({hp.n_embd, hp.n_ff, hp.q_dim()});
-    scratch_ = ThreadScratch(n_threads_, size_t(widest));
+    scratch_ = MatmulScratch(choose_kernel_path(options.kernels), n_threads_, size_t(widest));
     scores_.resize(size_t(n_threads_) * n_ctx_);
     head_buf_.resize(size_t(n_threads_) * hp.head_dim);
 }
@@ -78,9 +93,8 @@ void Session::forward_chunk(std::span<const int32_t> tokens, bool all_logits, fl
         const LayerWeights& L = model_.layers[size_t(l)];
         // Attention block: x += Wo · attention(rope(Wq·xn), rope(Wk·xn), Wv·xn)
         for (int t = 0; t < n; ++t) rmsnorm(&x_[size_t(t) * E], L.attn_norm, &xn_[size_t(t) * E], E, hp.rms_eps);
-        matmul(L.wq, xn_.data(), q_.data(), n, n_threads_, scratch_);
-        matmul(L.wk, xn_.data(), k_.data(), n, n_threads_, scratch_);
-        matmul(L.wv, xn_.data(), v_.data(), n, n_threads_, scratch_);
+        const MatmulOutput qkv[] = {{L.wq, q_.data()}, {L.wk, k_.data()}, {L.wv, v_.data()}};
+        matmul(qkv, xn_.data(), n, scratch_);
         add_bias(L.bq, q_.data(), n, Q);
         add_bias(L.bk, k_.data(), n, KV);
         add_bias(L.bv, v_.data(), n, KV);
@@ -91,15 +105,15 @@ void Session::forward_chunk(std::span<const int32_t> tokens, bool all_logits, fl
             kv_.store(l, pos_ + t, &k_[size_t(t) * KV], &v_[size_t(t) * KV]);
         }
         attention(l, n);
-        matmul(L.wo, attn_.data(), xn_.data(), n, n_threads_, scratch_);
+        matmul(L.wo, attn_.data(), xn_.data(), n, scratch_);
         for (size_t i = 0; i < size_t(n) * E; ++i) x_[i] += xn_[i];
 
         // Feed-forward block: x += Wdown · (silu(Wgate·xn) * Wup·xn)
         for (int t = 0; t < n; ++t) rmsnorm(&x_[size_t(t) * E], L.ffn_norm, &xn_[size_t(t) * E], E, hp.rms_eps);
-        matmul(L.ffn_gate, xn_.data(), gate_.data(), n, n_threads_, scratch_);
-        matmul(L.ffn_up, xn_.data(), up_.data(), n, n_threads_, scratch_);
+        const MatmulOutput gate_up[] = {{L.ffn_gate, gate_.data()}, {L.ffn_up, up_.data()}};
+        matmul(gate_up, xn_.data(), n, scratch_);
         swiglu(gate_.data(), up_.data(), size_t(n) * F);
-        matmul(L.ffn_down, gate_.data(), xn_.data(), n, n_threads_, scratch_);
+        matmul(L.ffn_down, gate_.data(), xn_.data(), n, scratch_);
         for (size_t i = 0; i < size_t(n) * E; ++i) x_[i] += xn_[i];
     }
     pos_ += n;
@@ -108,7 +122,7 @@ void Session::forward_chunk(std::span<const int32_t> tokens, bool all_logits, fl
     const int first = all_logits ? 0 : n - 1;
     for (int t = first; t < n; ++t)
         rmsnorm(&x_[size_t(t) * E], model_.output_norm, &xn_[size_t(t - first) * E], E, hp.rms_eps);
-    matmul(model_.output, xn_.data(), logits_out, n - first, n_threads_, scratch_);
+    matmul(model_.output, xn_.data(), logits_out, n - first, scratch_);
 }
 
 // Causal grouped-query attention of the chunk's queries over every cached position up to their own.

@@ -2,11 +2,13 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "kv_cache.h"
 #include "model.h"
+#include "matmul.h"
 #include "ops.h"
 
 namespace rill {
@@ -16,6 +18,7 @@ struct SessionOptions {
     int n_threads = 0;  // 0: every core
     KvType kv_type = KvType::F16;
     int n_batch = 512;  // prompt tokens evaluated per forward pass; longer prompts run in chunks
+    std::optional<simd::KernelPath> kernels = std::nullopt;  // unset: simd::default_kernel_path()
 };
 
 int default_thread_count();
@@ -34,6 +37,7 @@ public:
     int position() const { return pos_; }
     int n_ctx() const { return n_ctx_; }
     int n_threads() const { return n_threads_; }
+    simd::KernelPath kernel_path() const { return scratch_.path; }
     const Model& model() const { return model_; }
     const KvCache& kv_cache() const { return kv_; }
 
@@ -46,7 +50,7 @@ private:
     int n_ctx_, n_threads_, n_batch_;
     int pos_ = 0;
     KvCache kv_;
-    ThreadScratch scratch_;
+    MatmulScratch scratch_;
     // Activations for a chunk of tokens, [tokens][features].
     int capacity_ = 0;
     std::vector<float> x_, xn_, q_, k_, v_, attn_, gate_, up_, rope_;

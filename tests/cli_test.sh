@@ -161,5 +161,41 @@ a=$("$rill" run -m "$stories" -p "Once upon a time" -n 40 --seed 7 2>/dev/null)
 b=$("$rill" run -m "$stories" -p "Once upon a time" -n 40 --seed 7 -t 1 2>/dev/null)
 [[ "$a" == "$b" ]] && pass "same seed, same text" || fail "same seed, same text"
 
+# bench: llama-bench's JSON fields, one CSV line per row, and flag errors that name the flag.
+"$rill" bench -m "$stories" -p 16 -n 8 -r 2 -t 1 -o json >"$tmp/bench.json" 2>"$tmp/bench.err"
+bench_json_ok() {
+  if command -v python3 >/dev/null; then
+    python3 -c '
+import json, sys
+rows = json.load(open(sys.argv[1]))
+assert len(rows) == 2
+for row in rows:
+    for key in ("avg_ts", "n_prompt", "n_gen", "bytes_per_token", "pct_of_bandwidth"):
+        assert key in row, key
+assert rows[0]["n_prompt"] == 16 and rows[1]["n_gen"] == 8
+assert rows[1]["avg_ts"] > 0 and rows[1]["bytes_per_token"] > 0 and rows[1]["pct_of_bandwidth"] > 0
+' "$tmp/bench.json" 2>/dev/null
+  elif command -v node >/dev/null; then
+    node -e '
+      const rows = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+      const keys = ["avg_ts", "n_prompt", "n_gen", "bytes_per_token", "pct_of_bandwidth"];
+      const ok = rows.length === 2 && rows.every((r) => keys.every((k) => k in r)) && rows[0].n_prompt === 16 &&
+        rows[1].n_gen === 8 && rows[1].avg_ts > 0 && rows[1].bytes_per_token > 0 && rows[1].pct_of_bandwidth > 0;
+      process.exit(ok ? 0 : 1);
+    ' "$tmp/bench.json" 2>/dev/null
+  else
+    [[ $(grep -c '"n_prompt"' "$tmp/bench.json") == 2 ]] && grep -q '"avg_ts"' "$tmp/bench.json" &&
+      grep -q '"n_gen"' "$tmp/bench.json" && grep -q '"bytes_per_token"' "$tmp/bench.json" &&
+      grep -q '"pct_of_bandwidth"' "$tmp/bench.json"
+  fi
+}
+bench_json_ok && pass "bench -o json: two rows with llama-bench's fields" ||
+  fail "bench -o json: $(head -c 300 "$tmp/bench.json") $(head -c 300 "$tmp/bench.err")"
+[[ $("$rill" bench -m "$stories" -p 16 -n 8 -r 2 -t 1 -o csv 2>/dev/null | wc -l) == 3 ]] && pass "bench -o csv: header and two rows" ||
+  fail "bench -o csv"
+expect_error 2 "bench with a non-numeric -p" bench -m "$stories" -p abc
+grep -q -- "-p" "$tmp/e" && pass "bench -p error names the flag" || fail "bench -p error names the flag: $(cat "$tmp/e")"
+expect_error 2 "bench with -r 0" bench -m "$stories" -r 0
+
 echo "$passes passed, $failures failed"
 [[ $failures == 0 ]]

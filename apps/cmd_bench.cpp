@@ -1,0 +1,660 @@
+// rill bench: prompt and decode speed in llama-bench's terms, set against the machine's memory bandwidth
+// and, if asked, against llama.cpp itself run alternately on the same model.
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "commands.h"
+#include "model_flags.h"
+#include "runtime/bandwidth.h"
+#include "runtime/error.h"
+#include "runtime/quant_mix.h"
+#include "runtime/session.h"
+
+namespace rill::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using ordered_json = nlohmann::ordered_json;
+
+constexpr int kMaxTokens = 1 << 20;
+
+struct BenchFlags {
+    ModelFlags model;
+    std::string prompt_list = "512";
+    std::string gen_list = "128";
+    std::string thread_list;  // empty: every core
+    int repetitions = 5;
+    std::string output = "md";
+    bool vs_llamacpp = false;
+    std::string llama_bench_path;
+    std::string kv_type = "f16";
+};
+
+// One kind of row: a prompt of n_prompt tokens (pp) or n_gen single-token decode steps (tg).
+struct BenchTest {
+    int n_prompt = 0;
+    int n_gen = 0;
+    std::string name() const { return n_prompt > 0 ? "pp" + std::to_string(n_prompt) : "tg" + std::to_string(n_gen); }
+    int n_tokens() const { return n_prompt > 0 ? n_prompt : n_gen; }
+};
+
+struct RowResult {
+    BenchTest test;
+    int n_threads = 0;
+    std::vector<double> seconds;   // per repetition
+    std::vector<double> ttft_ms;   // per repetition
+    std::vector<double> llama_ts;  // llama.cpp's tokens/s, one per repetition (with --vs-llamacpp)
+    double bandwidth_gbps = 0;
+    uint64_t bytes_per_token = 0;  // tg rows only
+    double peak_rss_mb = 0;
+};
+
+struct ModelSummary {
+    std::string filename, type;
+    uint64_t size = 0, n_params = 0;
+    double load_ms = 0;
+};
+
+// How to run llama.cpp's llama-bench: directly, or through the shared peer script's `bench` command.
+struct LlamaBench {
+    std::string path;
+    bool via_peer_script = false;
+};
+
+// ---- flag parsing ----
+
+std::vector<int> parse_int_list(const std::string& list, const std::string& flag, int min, int max, const char* what) {
+    std::vector<int> values;
+    size_t start = 0;
+    while (start <= list.size()) {
+        const size_t comma = std::min(list.find(',', start), list.size());
+        const std::string item = list.substr(start, comma - start);
+        size_t used = 0;
+        long long value = -1;
+        try {
+            value = std::stoll(item, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (item.empty() || used != item.size())
+            throw CLI::ValidationError(flag, "'" + item + "' is not " + what + " (expected a comma list of whole numbers, like " +
+                                                 (min == 0 ? "128,512" : "1,2") + ")");
+        if (value < min || value > max)
+            throw CLI::ValidationError(flag, std::to_string(value) + " is out of range (" + std::to_string(min) + " to " +
+                                                 std::to_string(max) + ")");
+        values.push_back(int(value));
+        start = comma + 1;
+    }
+    return values;
+}
+
+// ---- statistics, as llama-bench computes them ----
+
+double mean(const std::vector<double>& v) {
+    double sum = 0;
+    for (const double x : v) sum += x;
+    return v.empty() ? 0 : sum / double(v.size());
+}
+
+double sample_stddev(const std::vector<double>& v) {
+    if (v.size() < 2) return 0;
+    const double m = mean(v);
+    double squares = 0;
+    for (const double x : v) squares += (x - m) * (x - m);
+    return std::sqrt(squares / double(v.size() - 1));
+}
+
+double median(std::vector<double> v) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    const size_t mid = v.size() / 2;
+    return v.size() % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
+}
+
+std::vector<double> tokens_per_second(const RowResult& row) {
+    std::vector<double> ts;
+    for (const double s : row.seconds) ts.push_back(row.test.n_tokens() / std::max(s, 1e-12));
+    return ts;
+}
+
+std::vector<double> pair_ratios(const RowResult& row) {
+    const std::vector<double> ts = tokens_per_second(row);
+    std::vector<double> ratios;
+    for (size_t i = 0; i < std::min(ts.size(), row.llama_ts.size()); ++i) ratios.push_back(ts[i] / row.llama_ts[i]);
+    return ratios;
+}
+
+// ---- the model's description, in llama-bench's words ----
+
+std::string parameter_label(uint64_t n) {
+    char buf[32];
+    if (n >= 1000000000) std::snprintf(buf, sizeof buf, "%.1fB", double(n) / 1e9);
+    else if (n >= 1000000) std::snprintf(buf, sizeof buf, "%.0fM", double(n) / 1e6);
+    else if (n >= 1000) std::snprintf(buf, sizeof buf, "%.0fK", double(n) / 1e3);
+    else std::snprintf(buf, sizeof buf, "%llu", (unsigned long long)n);
+    return buf;
+}
+
+// The name llama.cpp gives the file's type: general.file_type when it is one rill knows, else the
+// type holding most of the matrices' bytes.
+std::string file_type_name(const GgufFile& file) {
+    if (const auto file_type = file.get_uint("general.file_type"))
+        for (const std::string& name : recipe_names())
+            if (find_recipe(name)->file_type == *file_type) return name;
+    std::map<std::string, uint64_t> bytes_by_type;
+    for (const GgufTensor& t : file.tensors())
+        if (t.n_dims >= 2) bytes_by_type[std::string(traits(t.type).name)] += t.n_bytes;
+    std::string best = "?";
+    uint64_t best_bytes = 0;
+    for (const auto& [name, bytes] : bytes_by_type)
+        if (bytes > best_bytes) best = name, best_bytes = bytes;
+    return best;
+}
+
+ModelSummary describe(const Model& model, const std::string& path, double load_ms) {
+    ModelSummary s;
+    s.filename = path;
+    s.size = model.weight_bytes();
+    for (const GgufTensor& t : model.file.tensors()) s.n_params += t.n_elements;
+    s.type = model.hp.arch + " " + parameter_label(s.n_params) + " " + file_type_name(model.file);
+    s.load_ms = load_ms;
+    return s;
+}
+
+// ---- measurement ----
+
+// The status line on stderr: redrawn in place on a terminal; elsewhere only row starts are logged.
+struct StatusLine {
+    bool tty = ::isatty(STDERR_FILENO);
+    bool drawn = false;
+
+    void show(const std::string& text, bool row_start) {
+        if (tty) {
+            std::fprintf(stderr, "\r%s\033[K", text.c_str());
+            drawn = true;
+        } else if (row_start) {
+            std::fprintf(stderr, "%s\n", text.c_str());
+        }
+        std::fflush(stderr);
+    }
+    void clear() {
+        if (drawn) std::fprintf(stderr, "\r\033[K");
+        std::fflush(stderr);
+        drawn = false;
+    }
+    ~StatusLine() { clear(); }  // also when an error unwinds, so the message starts on a clean line
+};
+
+// The high-water mark of resident memory, reset after the bandwidth probe so its 512 MiB buffer does
+// not hide what the model and session use. Linux (4.0+) resets it on writing 5 to clear_refs.
+bool reset_peak_rss() {
+    FILE* f = std::fopen("/proc/self/clear_refs", "w");
+    if (f == nullptr) return false;
+    const bool written = std::fputs("5", f) >= 0;
+    return std::fclose(f) == 0 && written;
+}
+
+double peak_rss_mb() {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    return double(usage.ru_maxrss) * 1024.0 / 1e6;  // ru_maxrss is in KiB on Linux
+}
+
+// Deterministic ids in [0, n_vocab), starting with BOS when the vocabulary has one, as a real prompt does.
+std::vector<int32_t> bench_tokens(size_t n, int n_vocab, int32_t bos) {
+    std::vector<int32_t> ids(n);
+    uint64_t state = 0x9e3779b97f4a7c15ull;
+    for (size_t i = 0; i < n; ++i) {
+        state += 0x9e3779b97f4a7c15ull;  // splitmix64
+        uint64_t z = state;
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        z ^= z >> 31;
+        ids[i] = int32_t(z % uint64_t(n_vocab));
+    }
+    if (n > 0 && bos >= 0) ids[0] = bos;
+    return ids;
+}
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+struct RepTiming {
+    double seconds = 0;
+    double ttft_ms = 0;
+};
+
+RepTiming run_prompt(Session& session, std::span<const int32_t> prompt) {
+    session.reset();
+    const auto start = Clock::now();
+    session.eval(prompt);
+    const double seconds = seconds_since(start);
+    return {seconds, seconds * 1e3};
+}
+
+RepTiming run_decode(Session& session, std::span<const int32_t> tokens) {
+    session.reset();
+    RepTiming timing;
+    const auto start = Clock::now();
+    for (size_t i = 0; i < tokens.size(); ++i) {
+        session.eval(tokens.subspan(i, 1));
+        if (i == 0) timing.ttft_ms = seconds_since(start) * 1e3;
+    }
+    timing.seconds = seconds_since(start);
+    return timing;
+}
+
+// ---- llama.cpp ----
+
+bool is_elf_executable(const std::string& path) {
+    std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
+    char magic[4] = {};
+    return f && std::fread(magic, 1, 4, f.get()) == 4 && std::memcmp(magic, "\x7f" "ELF", 4) == 0;
+}
+
+LlamaBench find_llama_bench(const BenchFlags& f) {
+    if (!f.llama_bench_path.empty()) {
+        struct stat info{};
+        // access() alone says yes to root for any file, so the mode bits are checked too.
+        if (::stat(f.llama_bench_path.c_str(), &info) != 0 || !S_ISREG(info.st_mode) || (info.st_mode & 0111) == 0 ||
+            ::access(f.llama_bench_path.c_str(), X_OK) != 0)
+            throw CLI::ValidationError("--llama-bench", f.llama_bench_path + " is not executable");
+        // A llama-bench binary is run as is; anything else is taken to be the peer script.
+        const std::string base = f.llama_bench_path.substr(f.llama_bench_path.find_last_of('/') + 1);
+        const bool direct = is_elf_executable(f.llama_bench_path) || base.rfind("llama-bench", 0) == 0;
+        return {f.llama_bench_path, !direct};
+    }
+    const char* env = std::getenv("RILL_SHARED");
+    const std::string shared = env != nullptr && *env != '\0' ? env : "../shared";
+    const std::string script = shared + "/peers/llamacpp";
+    if (::access(script.c_str(), X_OK) != 0)
+        throw Error("--vs-llamacpp: no llama.cpp peer at " + script + " (set RILL_SHARED to the shared folder, or pass "
+                    "--llama-bench PATH with a llama-bench executable or the peer script)");
+    return {script, true};
+}
+
+std::string shell_words(const std::vector<std::string>& args) {
+    std::string line;
+    for (const std::string& a : args) {
+        if (!line.empty()) line += ' ';
+        if (a.find_first_of(" \t'\"\\$") == std::string::npos) line += a;
+        else line += "'" + a + "'";
+    }
+    return line;
+}
+
+// The last part of a program's error output, on one line (rill's errors are one line).
+std::string one_line_tail(const std::string& text, size_t max_chars) {
+    std::string tail = text.size() > max_chars ? "…" + text.substr(text.size() - max_chars) : text;
+    for (char& c : tail)
+        if (c == '\n' || c == '\r') c = ' ';
+    while (!tail.empty() && tail.back() == ' ') tail.pop_back();
+    return tail;
+}
+
+struct ProcessOutput {
+    int exit_code = 0;
+    std::string out, err;
+};
+
+// Runs a program with no shell between, stdin from /dev/null, stdout captured, stderr kept aside for
+// an error message.
+ProcessOutput run_process(const std::vector<std::string>& args) {
+    std::vector<char*> argv;
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+
+    std::unique_ptr<FILE, int (*)(FILE*)> err_file(std::tmpfile(), &std::fclose);
+    if (!err_file) throw Error(std::string("cannot create a temporary file: ") + std::strerror(errno));
+    const int err_fd = fileno(err_file.get());
+    ::fcntl(err_fd, F_SETFD, FD_CLOEXEC);
+    int pipe_fds[2];
+    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw Error(std::string("cannot create a pipe: ") + std::strerror(errno));
+    const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+    const pid_t pid = ::fork();
+    if (pid == 0) {  // only async-signal-safe calls until exec: the parent has other threads
+        ::dup2(pipe_fds[1], STDOUT_FILENO);
+        ::dup2(err_fd, STDERR_FILENO);
+        if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
+        ::execv(argv[0], argv.data());
+        const char message[] = "exec failed\n";
+        [[maybe_unused]] const ssize_t ignored = ::write(STDERR_FILENO, message, sizeof message - 1);
+        ::_exit(127);
+    }
+    const int fork_errno = errno;
+    ::close(pipe_fds[1]);
+    if (null_fd >= 0) ::close(null_fd);
+    if (pid < 0) {
+        ::close(pipe_fds[0]);
+        throw Error("cannot start " + args[0] + ": " + std::strerror(fork_errno));
+    }
+
+    ProcessOutput result;
+    char buf[65536];
+    for (;;) {
+        const ssize_t n = ::read(pipe_fds[0], buf, sizeof buf);
+        if (n > 0) result.out.append(buf, size_t(n));
+        else if (n == 0 || errno != EINTR) break;
+    }
+    ::close(pipe_fds[0]);
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+
+    std::rewind(err_file.get());
+    size_t n = 0;
+    while ((n = std::fread(buf, 1, sizeof buf, err_file.get())) > 0) result.err.append(buf, n);
+    return result;
+}
+
+// One llama-bench run of the same test at the same thread count; returns its tokens/s.
+double run_llama_bench(const LlamaBench& llama, const std::string& model_path, const BenchTest& test, int n_threads,
+                       const std::string& kv_type) {
+    std::vector<std::string> args = {llama.path};
+    if (llama.via_peer_script) args.push_back("bench");
+    for (const std::string& a : {std::string("-m"), model_path, std::string("-t"), std::to_string(n_threads),
+                                 std::string("-r"), std::string("1"), std::string("-o"), std::string("json"),
+                                 std::string("-mmp"), std::string("0"), std::string("-ctk"), kv_type, std::string("-ctv"),
+                                 kv_type, std::string("-p"), std::to_string(test.n_prompt), std::string("-n"),
+                                 std::to_string(test.n_gen)})
+        args.push_back(a);
+    const std::string command = shell_words(args);
+    const ProcessOutput run = run_process(args);
+    if (run.exit_code != 0)
+        throw Error("llama-bench failed (exit " + std::to_string(run.exit_code) + "): " + command + ": " +
+                    one_line_tail(run.err, 400));
+    // The JSON array is the whole of stdout; tolerate stray lines around it.
+    const size_t open = run.out.find('['), close = run.out.rfind(']');
+    ordered_json parsed;
+    if (open != std::string::npos && close != std::string::npos && close > open)
+        parsed = ordered_json::parse(run.out.substr(open, close - open + 1), nullptr, false);
+    if (!parsed.is_array() || parsed.empty() || !parsed[0].is_object() || !parsed[0].contains("avg_ts") ||
+        !parsed[0]["avg_ts"].is_number() || parsed[0]["avg_ts"].get<double>() <= 0)
+        throw Error("llama-bench printed no result with avg_ts: " + command + ": output began: " +
+                    one_line_tail(run.out.substr(0, 200), 200));
+    return parsed[0]["avg_ts"].get<double>();
+}
+
+// ---- output ----
+
+std::string format(const char* fmt, double value) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, fmt, value);
+    return buf;
+}
+
+std::string size_label(uint64_t bytes) {
+    const double gib = double(bytes) / double(1ull << 30);
+    return gib >= 1 ? format("%.2f GiB", gib) : format("%.2f MiB", double(bytes) / double(1ull << 20));
+}
+
+std::string params_label(uint64_t n) { return n >= 1000000000 ? format("%.2f B", double(n) / 1e9) : format("%.2f M", double(n) / 1e6); }
+
+ordered_json row_json(const ModelSummary& model, const RowResult& row, bool with_llama) {
+    const std::vector<double> ts = tokens_per_second(row);
+    std::vector<double> ns;
+    for (const double s : row.seconds) ns.push_back(s * 1e9);
+    const bool decode = row.test.n_gen > 0;
+    const double avg_ts = mean(ts);
+
+    ordered_json j;
+    j["model_filename"] = model.filename;
+    j["model_type"] = model.type;
+    j["model_size"] = model.size;
+    j["model_n_params"] = model.n_params;
+    j["n_threads"] = row.n_threads;
+    j["n_prompt"] = row.test.n_prompt;
+    j["n_gen"] = row.test.n_gen;
+    j["avg_ns"] = uint64_t(std::llround(mean(ns)));
+    j["stddev_ns"] = uint64_t(std::llround(sample_stddev(ns)));
+    j["avg_ts"] = avg_ts;
+    j["stddev_ts"] = sample_stddev(ts);
+    j["samples_ts"] = ts;
+    j["ttft_ms"] = mean(row.ttft_ms);
+    j["load_ms"] = model.load_ms;
+    j["peak_rss_mb"] = row.peak_rss_mb;
+    // Bytes per token describe a decode step; a prompt row reads the weights once for many tokens.
+    j["bytes_per_token"] = decode ? ordered_json(row.bytes_per_token) : ordered_json(nullptr);
+    const double achieved = double(row.bytes_per_token) * avg_ts / 1e9;
+    j["achieved_gbps"] = decode ? ordered_json(achieved) : ordered_json(nullptr);
+    j["bandwidth_gbps"] = row.bandwidth_gbps;
+    j["pct_of_bandwidth"] = decode ? ordered_json(100 * achieved / row.bandwidth_gbps) : ordered_json(nullptr);
+    if (with_llama) {
+        j["llamacpp_avg_ts"] = mean(row.llama_ts);
+        j["llamacpp_stddev_ts"] = sample_stddev(row.llama_ts);
+        j["llamacpp_samples_ts"] = row.llama_ts;
+        j["ratio"] = median(pair_ratios(row));
+    }
+    return j;
+}
+
+std::string csv_field(const ordered_json& value) {
+    if (value.is_null()) return "";
+    if (!value.is_string()) return value.dump();
+    std::string quoted = "\"";
+    for (const char c : value.get<std::string>()) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return quoted + "\"";
+}
+
+void print_csv(const std::vector<ordered_json>& rows) {
+    if (rows.empty()) return;
+    std::string header;
+    for (const auto& [key, value] : rows[0].items())
+        if (!value.is_array()) header += (header.empty() ? "" : ",") + key;
+    std::printf("%s\n", header.c_str());
+    for (const ordered_json& row : rows) {
+        std::string line;
+        bool first = true;
+        for (const auto& [key, value] : row.items()) {
+            if (value.is_array()) continue;
+            line += (first ? "" : ",") + csv_field(value);
+            first = false;
+        }
+        std::printf("%s\n", line.c_str());
+    }
+}
+
+void print_markdown(const ModelSummary& model, const std::vector<RowResult>& rows, const std::vector<ordered_json>& json,
+                    bool with_llama, bool peak_rss_reset) {
+    std::vector<std::string> header = {"model", "size", "params", "threads", "test", "t/s", "ttft ms", "GB/s", "% of BW"};
+    if (with_llama) header.insert(header.end(), {"llama.cpp t/s", "ratio"});
+    std::vector<std::vector<std::string>> cells;
+    for (size_t i = 0; i < rows.size(); ++i) {
+        const ordered_json& j = json[i];
+        const bool decode = rows[i].test.n_gen > 0;
+        std::vector<std::string> line = {
+            model.type, size_label(model.size), params_label(model.n_params), std::to_string(rows[i].n_threads),
+            rows[i].test.name(),
+            format("%.2f", j["avg_ts"].get<double>()) + " ± " + format("%.2f", j["stddev_ts"].get<double>()),
+            format("%.2f", j["ttft_ms"].get<double>()),
+            decode ? format("%.2f", j["achieved_gbps"].get<double>()) : "-",
+            decode ? format("%.1f", j["pct_of_bandwidth"].get<double>()) : "-"};
+        if (with_llama) {
+            line.push_back(format("%.2f", j["llamacpp_avg_ts"].get<double>()) + " ± " +
+                           format("%.2f", j["llamacpp_stddev_ts"].get<double>()));
+            line.push_back(format("%.2f", j["ratio"].get<double>()) + "×");
+        }
+        cells.push_back(line);
+    }
+    // Widths in characters, not bytes: "±" and "×" are two bytes each in UTF-8.
+    const auto width = [](const std::string& s) {
+        size_t n = 0;
+        for (const char c : s) n += (uint8_t(c) & 0xc0) != 0x80;
+        return n;
+    };
+    std::vector<size_t> widths;
+    for (const std::string& h : header) widths.push_back(width(h));
+    for (const auto& line : cells)
+        for (size_t c = 0; c < line.size(); ++c) widths[c] = std::max(widths[c], width(line[c]));
+    const auto print_line = [&](const std::vector<std::string>& line) {
+        std::string out = "|";
+        for (size_t c = 0; c < line.size(); ++c) {
+            const std::string pad(widths[c] - width(line[c]), ' ');
+            out += " " + (c == 0 ? line[c] + pad : pad + line[c]) + " |";  // the model name left, numbers right
+        }
+        std::printf("%s\n", out.c_str());
+    };
+    print_line(header);
+    std::string rule = "|";
+    for (size_t c = 0; c < header.size(); ++c)
+        rule += " " + (c == 0 ? std::string(widths[c], '-') : std::string(widths[c] - 1, '-') + ":") + " |";
+    std::printf("%s\n", rule.c_str());
+    for (const auto& line : cells) print_line(line);
+
+    std::string bandwidths;
+    double peak = 0;
+    int last_threads = -1;
+    for (const RowResult& row : rows) {
+        peak = std::max(peak, row.peak_rss_mb);
+        if (row.n_threads == last_threads) continue;
+        last_threads = row.n_threads;
+        bandwidths += (bandwidths.empty() ? "" : ", ") + format("%.2f GB/s", row.bandwidth_gbps) + " at " +
+                      std::to_string(row.n_threads) + (row.n_threads == 1 ? " thread" : " threads");
+    }
+    std::printf("\nmeasured read bandwidth %s | load %.1f ms | peak RSS %.1f MB%s\n", bandwidths.c_str(), model.load_ms, peak,
+                peak_rss_reset ? "" : " (includes the 512 MiB bandwidth probe)");
+}
+
+// ---- the command ----
+
+int bench(const BenchFlags& f) {
+    const std::vector<int> prompts = parse_int_list(f.prompt_list, "-p,--n-prompt", 0, kMaxTokens, "a prompt length");
+    const std::vector<int> gens = parse_int_list(f.gen_list, "-n,--n-gen", 0, kMaxTokens, "a token count");
+    const std::vector<int> threads =
+        f.thread_list.empty() ? std::vector<int>{default_thread_count()} : parse_int_list(f.thread_list, "-t,--threads", 1, 1024, "a thread count");
+    std::vector<BenchTest> tests;
+    for (const int p : prompts)
+        if (p > 0) tests.push_back({p, 0});
+    for (const int n : gens)
+        if (n > 0) tests.push_back({0, n});
+    if (tests.empty()) throw CLI::ValidationError("-p/-n", "nothing to run: every -p and -n value is 0");
+    const KvType kv_type = parse_kv_type(f.kv_type);
+    // Found before the model loads, so a missing peer fails at once.
+    const bool with_llama = f.vs_llamacpp || !f.llama_bench_path.empty();
+    const std::optional<LlamaBench> llama = with_llama ? std::optional(find_llama_bench(f)) : std::nullopt;
+
+    StatusLine status;
+    status.show("bench: loading " + f.model.path, true);
+    const auto load_start = Clock::now();
+    const auto model = load_model(f.model.path, f.model.load_options());
+    const ModelSummary summary = describe(*model, f.model.path, seconds_since(load_start) * 1e3);
+    const int n_vocab = model->hp.n_vocab;
+    const auto bos_id = model->file.get_uint("tokenizer.ggml.bos_token_id");
+    const int32_t bos = bos_id && *bos_id < uint64_t(n_vocab) ? int32_t(*bos_id) : -1;
+
+    std::vector<RowResult> rows;
+    bool peak_rss_reset = true;
+    bool llama_started = false;
+    for (const int t : threads) {
+        status.show("bench: measuring memory bandwidth with " + std::to_string(t) + (t == 1 ? " thread" : " threads"), true);
+        const double bandwidth = measure_read_bandwidth(t);
+        peak_rss_reset = reset_peak_rss() && peak_rss_reset;
+        for (const BenchTest& test : tests) {
+            RowResult row;
+            row.test = test;
+            row.n_threads = t;
+            row.bandwidth_gbps = bandwidth;
+            if (test.n_gen > 0) row.bytes_per_token = decode_bytes_per_token(*model, test.n_gen / 2, kv_type).total();
+            const std::string label = "bench " + test.name() + " t=" + std::to_string(t);
+
+            SessionOptions options;
+            options.n_ctx = std::max(test.n_prompt, test.n_gen) + 16;
+            options.n_threads = t;
+            options.n_batch = std::max(512, test.n_prompt);  // the whole prompt in one pass
+            options.kv_type = kv_type;
+            Session session(*model, options);
+            const std::vector<int32_t> tokens = bench_tokens(size_t(test.n_tokens()), n_vocab, bos);
+            const std::span<const int32_t> all(tokens);
+
+            // An untimed warm-up faults in the weights and scratch and wakes the thread pool.
+            status.show(label + " warm-up", true);
+            if (test.n_prompt > 0) run_prompt(session, all.first(std::min<size_t>(all.size(), 32)));
+            else run_decode(session, all.first(std::min<size_t>(all.size(), 4)));
+
+            // With llama.cpp, rill and llama.cpp take turns rep by rep: the host is shared and its load
+            // drifts, so each ratio compares two runs made moments apart, never distant ones.
+            for (int rep = 0; rep < f.repetitions; ++rep) {
+                const std::string of = " rep " + std::to_string(rep + 1) + "/" + std::to_string(f.repetitions);
+                status.show(label + of, false);
+                const RepTiming timing = test.n_prompt > 0 ? run_prompt(session, all) : run_decode(session, all);
+                row.seconds.push_back(timing.seconds);
+                row.ttft_ms.push_back(timing.ttft_ms);
+                if (llama) {
+                    const bool first = !llama_started && llama->via_peer_script;
+                    status.show("llama.cpp " + test.name() + " t=" + std::to_string(t) + of +
+                                    (first ? " (the peer installs and builds llama-bench on its first run)" : ""),
+                                first);
+                    row.llama_ts.push_back(run_llama_bench(*llama, f.model.path, test, t, f.kv_type));
+                    llama_started = true;
+                }
+            }
+            row.peak_rss_mb = peak_rss_mb();
+            rows.push_back(std::move(row));
+        }
+    }
+    status.clear();
+
+    std::vector<ordered_json> json;
+    for (const RowResult& row : rows) json.push_back(row_json(summary, row, llama.has_value()));
+    if (f.output == "json") {
+        std::printf("%s\n", ordered_json(json).dump(2).c_str());
+    } else if (f.output == "csv") {
+        print_csv(json);
+    } else {
+        print_markdown(summary, rows, json, llama.has_value(), peak_rss_reset);
+    }
+    std::fflush(stdout);
+    return 0;
+}
+
+}  // namespace
+
+Action add_bench(CLI::App& app) {
+    auto f = std::make_shared<BenchFlags>();
+    CLI::App* cmd = app.add_subcommand("bench", "Measure prompt and decode speed, like llama-bench, against memory bandwidth");
+    cmd->footer(
+        "Examples:\n"
+        "  rill bench -m model.gguf                         pp512 and tg128 on every core, 5 repetitions\n"
+        "  rill bench -m model.gguf -p 0 -n 64,256 -t 1,2 -o json\n"
+        "  rill bench -m model.gguf -r 3 --vs-llamacpp      llama.cpp's llama-bench in alternate runs\n"
+        "Columns: t/s is tokens per second, mean ± sample stddev over the repetitions (pp: prompt tokens\n"
+        "evaluated as one batch; tg: tokens decoded one at a time). ttft ms is the whole prompt (pp) or the\n"
+        "first decode step (tg). GB/s is the bytes a decode step must read (weights plus KV cache at the\n"
+        "mean position) times t/s; % of BW sets it against the read bandwidth measured at that thread count.");
+    f->model.add_to(*cmd);
+    cmd->add_option("-p,--n-prompt", f->prompt_list, "prompt lengths, comma-separated; each gives a ppN row (0: none)")
+        ->capture_default_str();
+    cmd->add_option("-n,--n-gen", f->gen_list, "decode lengths, comma-separated; each gives a tgN row (0: none)")
+        ->capture_default_str();
+    cmd->add_option("-t,--threads", f->thread_list, "thread counts, comma-separated (default: every core)");
+    cmd->add_option("-r,--repetitions", f->repetitions, "timed repetitions of each row")
+        ->capture_default_str()->check(CLI::Range(1, 1000));
+    cmd->add_option("-o,--output", f->output, "output format: md, json or csv")
+        ->capture_default_str()->check(CLI::IsMember({"md", "json", "csv"}));
+    cmd->add_flag("--vs-llamacpp", f->vs_llamacpp,
+                  "also run llama.cpp's llama-bench on each row, alternating with rill, and report the speed ratio");
+    cmd->add_option("--llama-bench", f->llama_bench_path,
+                    "llama-bench executable or the llama.cpp peer script to compare with (implies --vs-llamacpp; "
+                    "default: peers/llamacpp in $RILL_SHARED or ../shared)")
+        ->check(CLI::ExistingFile);
+    cmd->add_option("--kv-type", f->kv_type, "KV cache type: f16 or f32")->capture_default_str()->check(CLI::IsMember({"f16", "f32"}));
+    return [f] { return bench(*f); };
+}
+
+}  // namespace rill::cli

@@ -1,0 +1,139 @@
+#include "gemv.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+namespace rill::simd {
+
+namespace generic { const GemvKernels& kernels(); }
+#if defined(__x86_64__)
+namespace sse41 { const GemvKernels& kernels(); }
+namespace avx2 { const GemvKernels& kernels(); }
+namespace avx512 { const GemvKernels& kernels(); }
+#endif
+
+namespace {
+struct PathName {
+    KernelPath path;
+    std::string_view name;
+};
+constexpr PathName kNames[] = {{KernelPath::Reference, "reference"}, {KernelPath::Generic, "generic"},
+                               {KernelPath::Sse41, "sse41"},         {KernelPath::Avx2, "avx2"},
+                               {KernelPath::Avx512, "avx512"}};
+}  // namespace
+
+std::string_view kernel_path_name(KernelPath path) {
+    for (const auto& n : kNames)
+        if (n.path == path) return n.name;
+    return "unknown";
+}
+
+std::optional<KernelPath> parse_kernel_path(std::string_view name) {
+    for (const auto& n : kNames)
+        if (n.name == name) return n.path;
+    return std::nullopt;
+}
+
+bool cpu_supports(KernelPath path) {
+    switch (path) {
+        case KernelPath::Reference:
+        case KernelPath::Generic: return true;
+#if defined(__x86_64__)
+        case KernelPath::Sse41: return __builtin_cpu_supports("sse4.1") && __builtin_cpu_supports("ssse3");
+        case KernelPath::Avx2:
+            return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+        case KernelPath::Avx512:
+            return cpu_supports(KernelPath::Avx2) && __builtin_cpu_supports("avx512f") &&
+                   __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+                   __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bf16");
+#endif
+        default: return false;
+    }
+}
+
+std::vector<KernelPath> supported_kernel_paths() {
+    std::vector<KernelPath> paths;
+    for (const auto& n : kNames)
+        if (cpu_supports(n.path)) paths.push_back(n.path);
+    return paths;
+}
+
+KernelPath default_kernel_path() {
+    if (const char* env = std::getenv("RILL_KERNELS"); env != nullptr && *env != '\0') {
+        const auto path = parse_kernel_path(env);
+        if (!path) throw std::invalid_argument(std::string("RILL_KERNELS=") + env + ": unknown kernel path (reference, generic, sse41, avx2, avx512)");
+        if (!cpu_supports(*path)) throw std::invalid_argument(std::string("RILL_KERNELS=") + env + ": this CPU cannot run that path");
+        return *path;
+    }
+    return supported_kernel_paths().back();
+}
+
+ActFormat act_format(TensorType type, KernelPath path) {
+    if (path == KernelPath::Reference) return ActFormat::F32;
+    switch (type) {
+        case TensorType::F32:
+        case TensorType::F16:
+        case TensorType::BF16: return ActFormat::F32;
+        case TensorType::Q2_K:
+        case TensorType::Q3_K:
+        case TensorType::Q4_K:
+        case TensorType::Q5_K:
+        case TensorType::Q6_K:
+        case TensorType::IQ4_XS: return ActFormat::Q8x256;
+        default: return ActFormat::Q8x32;
+    }
+}
+
+size_t act_bytes(ActFormat format, size_t n) {
+    switch (format) {
+        case ActFormat::F32: return n * sizeof(float);
+        case ActFormat::Q8x32: return n + 2 * (n / 32) * sizeof(float);
+        case ActFormat::Q8x256: return n + (n / 256) * sizeof(float) + (n / 16) * sizeof(int16_t);
+    }
+    return 0;
+}
+
+DotRowsFn GemvKernels::dot_rows(TensorType type) const {
+    switch (type) {
+        case TensorType::F32: return f32;
+        case TensorType::F16: return f16;
+        case TensorType::BF16: return bf16;
+        case TensorType::Q4_0: return q4_0;
+        case TensorType::Q4_1: return q4_1;
+        case TensorType::Q5_0: return q5_0;
+        case TensorType::Q5_1: return q5_1;
+        case TensorType::Q8_0: return q8_0;
+        case TensorType::IQ4_NL: return iq4_nl;
+        case TensorType::Q2_K: return q2_k;
+        case TensorType::Q3_K: return q3_k;
+        case TensorType::Q4_K: return q4_k;
+        case TensorType::Q5_K: return q5_k;
+        case TensorType::Q6_K: return q6_k;
+        case TensorType::IQ4_XS: return iq4_xs;
+    }
+    return nullptr;
+}
+
+void GemvKernels::prepare(ActFormat format, const float* x, size_t n, uint8_t* out) const {
+    switch (format) {
+        case ActFormat::F32: std::memcpy(out, x, n * sizeof(float)); break;
+        case ActFormat::Q8x32: quantize_q8x32(x, n, out); break;
+        case ActFormat::Q8x256: quantize_q8x256(x, n, out); break;
+    }
+}
+
+const GemvKernels& gemv_kernels(KernelPath path) {
+    switch (path) {
+        case KernelPath::Generic: return generic::kernels();
+#if defined(__x86_64__)
+        case KernelPath::Sse41: return sse41::kernels();
+        case KernelPath::Avx2: return avx2::kernels();
+        case KernelPath::Avx512: return avx512::kernels();
+#endif
+        default: throw std::invalid_argument("no integer kernels for path " + std::string(kernel_path_name(path)));
+    }
+}
+
+}  // namespace rill::simd

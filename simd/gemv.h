@@ -1,0 +1,59 @@
+// Fused dequantize-and-dot GEMV kernels for every weight type, one set per instruction-set path,
+// chosen at run time. Each kernel reads every weight byte once and reduces one output row in a
+// fixed order, so a row's value never depends on which thread or how many threads computed it.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "quant/tensor_type.h"
+
+namespace rill::simd {
+
+// Reference: dequantize a row to floats, then a float dot product (exact weights, float
+// activations; the path the golden tests hold to 1e-4). The others quantize activations to 8 bits
+// per block for integer dot products, except for F32, F16 and BF16 weights, which keep float
+// activations on every path.
+enum class KernelPath { Reference, Generic, Sse41, Avx2, Avx512 };
+
+std::string_view kernel_path_name(KernelPath path);
+std::optional<KernelPath> parse_kernel_path(std::string_view name);
+bool cpu_supports(KernelPath path);
+// Every path this CPU can run, fastest last.
+std::vector<KernelPath> supported_kernel_paths();
+// The fastest supported path, or the one named by the RILL_KERNELS environment variable
+// (an error if that CPU cannot run it or the name is unknown).
+KernelPath default_kernel_path();
+
+// What a weight type's kernel wants its activation vector turned into.
+enum class ActFormat {
+    F32,     // the floats themselves
+    Q8x32,   // int8 q[n], then float d[n/32], then float s[n/32] (s = d * sum of the block's q)
+    Q8x256,  // int8 q[n], then float d[n/256], then int16 sums[n/16] (sum of each 16 q)
+};
+ActFormat act_format(TensorType type, KernelPath path);
+// Bytes one activation vector of n elements takes in the format.
+size_t act_bytes(ActFormat format, size_t n);
+
+// out[i] = (row i of the weight) · activations, for i < n_rows; rows are row_stride bytes apart.
+using DotRowsFn = void (*)(const uint8_t* rows, size_t row_stride, size_t n_rows, size_t cols,
+                           const uint8_t* activations, float* out);
+using QuantizeActFn = void (*)(const float* x, size_t n, uint8_t* out);
+
+struct GemvKernels {
+    KernelPath path;
+    QuantizeActFn quantize_q8x32;
+    QuantizeActFn quantize_q8x256;
+    DotRowsFn f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_xs;
+
+    DotRowsFn dot_rows(TensorType type) const;
+    // Prepares x (n floats) in the format the type's kernel reads.
+    void prepare(ActFormat format, const float* x, size_t n, uint8_t* out) const;
+};
+
+// The kernels of an integer path (not Reference).
+const GemvKernels& gemv_kernels(KernelPath path);
+
+}  // namespace rill::simd

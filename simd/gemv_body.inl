@@ -1,0 +1,343 @@
+// The GEMV kernels, written once over the lanes of lanes_*.h and compiled once per instruction-set
+// path inside that path's namespace (see gemv_avx2.cpp and friends). Block layouts are ggml's; see
+// quant/block_layouts.h and the scalar reference in quant/dequantize.cpp.
+
+static inline uint16_t read_u16(const uint8_t* p) { uint16_t v; std::memcpy(&v, p, 2); return v; }
+static inline uint32_t read_u32(const uint8_t* p) { uint32_t v; std::memcpy(&v, p, 4); return v; }
+static inline float read_f32(const uint8_t* p) { float v; std::memcpy(&v, p, 4); return v; }
+static inline int16_t read_i16(const uint8_t* p) { int16_t v; std::memcpy(&v, p, 2); return v; }
+
+// ---- Activations --------------------------------------------------------------------------------
+// Symmetric 8-bit blocks, |q| <= 127, so a sign flip never overflows and every pair product the
+// kernels form stays inside int16.
+
+static float block_absmax(const float* x, size_t n) {
+    F32x8 m = zero_f();
+    for (size_t i = 0; i < n; i += 8) m = max_f(m, abs_f(load_f32(x + i)));
+    return hmax_f(m);
+}
+
+static void quantize_act_q8x32(const float* x, size_t n, uint8_t* out) {
+    int8_t* q = reinterpret_cast<int8_t*>(out);
+    uint8_t* d = out + n;
+    uint8_t* s = d + n / 32 * sizeof(float);
+    for (size_t b = 0; b < n / 32; ++b) {
+        const float scale = block_absmax(x + 32 * b, 32) / 127.0f;
+        quantize32(x + 32 * b, scale != 0.0f ? 1.0f / scale : 0.0f, q + 32 * b);
+        int sum = 0;
+        for (int i = 0; i < 32; ++i) sum += q[32 * b + i];
+        const float block_sum = scale * float(sum);
+        std::memcpy(d + 4 * b, &scale, 4);
+        std::memcpy(s + 4 * b, &block_sum, 4);
+    }
+}
+
+static void quantize_act_q8x256(const float* x, size_t n, uint8_t* out) {
+    int8_t* q = reinterpret_cast<int8_t*>(out);
+    uint8_t* d = out + n;
+    uint8_t* sums = d + n / 256 * sizeof(float);
+    for (size_t b = 0; b < n / 256; ++b) {
+        const float scale = block_absmax(x + 256 * b, 256) / 127.0f;
+        const float inverse = scale != 0.0f ? 1.0f / scale : 0.0f;
+        for (size_t i = 0; i < 256; i += 32) quantize32(x + 256 * b + i, inverse, q + 256 * b + i);
+        std::memcpy(d + 4 * b, &scale, 4);
+        for (size_t g = 0; g < 16; ++g) {
+            int16_t sum = 0;
+            for (int i = 0; i < 16; ++i) sum = int16_t(sum + q[256 * b + 16 * g + size_t(i)]);
+            std::memcpy(sums + 2 * (16 * b + g), &sum, 2);
+        }
+    }
+}
+
+// ---- 32-element blocks: Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 IQ4_NL ----------------------------------------
+// Each block's integer dot product is exact; eight blocks at a time are summed across lanes and
+// scaled by (weight scale × activation scale) in one vector step.
+
+static inline I32x8 block_q4_0(const uint8_t* b, const int8_t* x) { return dot_u8s8(load_nibbles16(b + 2), load_bytes(x)); }
+static inline I32x8 block_q4_1(const uint8_t* b, const int8_t* x) { return dot_u8s8(load_nibbles16(b + 4), load_bytes(x)); }
+static inline I32x8 block_q5_0(const uint8_t* b, const int8_t* x) {
+    return dot_u8s8(or_bytes(load_nibbles16(b + 6), expand_bits(read_u32(b + 2), 0x10)), load_bytes(x));
+}
+static inline I32x8 block_q5_1(const uint8_t* b, const int8_t* x) {
+    return dot_u8s8(or_bytes(load_nibbles16(b + 8), expand_bits(read_u32(b + 4), 0x10)), load_bytes(x));
+}
+static inline I32x8 block_q8_0(const uint8_t* b, const int8_t* x) {
+    const I8x32 w = load_bytes(b + 2);
+    return dot_u8s8(abs_bytes(w), apply_sign(load_bytes(x), w));
+}
+static inline I32x8 block_iq4_nl(const uint8_t* b, const int8_t* x) {
+    const I8x32 w = lookup16(load_table16(kIQ4Levels), load_nibbles16(b + 2));
+    return dot_u8s8(abs_bytes(w), apply_sign(load_bytes(x), w));
+}
+
+// How a block's stored values relate to its quants: w = d*(q - kOffset), or w = d*q + m.
+enum class Bias { None, Offset, Min };
+
+template <size_t kBytes, Bias kBias, int kOffset, I32x8 (*Block)(const uint8_t*, const int8_t*)>
+static float dot_row_b32(const uint8_t* w, size_t n, const uint8_t* act) {
+    const size_t nb = n / 32;
+    const int8_t* q = reinterpret_cast<const int8_t*>(act);
+    const float* d = reinterpret_cast<const float*>(act + n);
+    const float* s = d + nb;
+    F32x8 acc = zero_f(), bias = zero_f();
+    size_t b = 0;
+    for (; b + 8 <= nb; b += 8) {
+        const uint8_t* blk = w + b * kBytes;
+        I32x8 p[8];
+        for (int j = 0; j < 8; ++j) p[j] = Block(blk + size_t(j) * kBytes, q + (b + size_t(j)) * 32);
+        const F32x8 dw = gather_f16(blk, kBytes);
+        acc = fma_f(to_f32(hsum8x8(p)), mul_f(dw, load_f32(d + b)), acc);
+        if constexpr (kBias == Bias::Offset) bias = fma_f(dw, load_f32(s + b), bias);
+        if constexpr (kBias == Bias::Min) bias = fma_f(gather_f16(blk + 2, kBytes), load_f32(s + b), bias);
+    }
+    float total = hsum_f(acc), bias_total = hsum_f(bias);
+    for (; b < nb; ++b) {
+        const uint8_t* blk = w + b * kBytes;
+        const float dw = half_to_float(read_u16(blk));
+        total += float(hsum32(Block(blk, q + b * 32))) * (dw * d[b]);
+        if constexpr (kBias == Bias::Offset) bias_total += dw * s[b];
+        if constexpr (kBias == Bias::Min) bias_total += half_to_float(read_u16(blk + 2)) * s[b];
+    }
+    if constexpr (kBias == Bias::Offset) return total - float(kOffset) * bias_total;
+    if constexpr (kBias == Bias::Min) return total + bias_total;
+    return total;
+}
+
+// ---- 256-element super-blocks: Q2_K Q3_K Q4_K Q5_K Q6_K IQ4_XS -----------------------------------
+// Sub-block scales are small integers, so each super-block's dot product, scales included, is
+// summed exactly in int32 and meets floating point once.
+
+struct Act256 {
+    const int8_t* q;
+    const float* d;
+    const int16_t* sums;
+};
+static inline Act256 act256(const uint8_t* act, size_t n) {
+    const float* d = reinterpret_cast<const float*>(act + n);
+    return {reinterpret_cast<const int8_t*>(act), d, reinterpret_cast<const int16_t*>(d + n / 256)};
+}
+
+// Bit `bit` of every byte moved to bit `to`.
+static inline I8x32 move_bit(I8x32 v, int bit, int to) {
+    const uint8_t mask = uint8_t(1u << to);
+    return bit <= to ? shl_and(v, to - bit, mask) : shr_and(v, bit - to, mask);
+}
+
+static float dot_row_q4_k(const uint8_t* w, size_t n, const uint8_t* act) {
+    const Act256 a = act256(act, n);
+    float total = 0;
+    for (size_t b = 0; b < n / 256; ++b) {
+        const uint8_t* blk = w + b * 144;
+        const uint8_t* packed = blk + 4;
+        const int8_t* x = a.q + 256 * b;
+        int16_t scale[8];
+        int32_t min_sum = 0;
+        for (int j = 0; j < 8; ++j) {
+            int sc, m;
+            if (j < 4) {
+                sc = packed[j] & 63;
+                m = packed[j + 4] & 63;
+            } else {
+                sc = (packed[j + 4] & 0x0f) | ((packed[j - 4] >> 6) << 4);
+                m = (packed[j + 4] >> 4) | ((packed[j] >> 6) << 4);
+            }
+            scale[j] = int16_t(sc);
+            min_sum += m * (a.sums[16 * b + 2 * size_t(j)] + a.sums[16 * b + 2 * size_t(j) + 1]);
+        }
+        I32x8 sum = zero32();
+        for (int i = 0; i < 4; ++i) {
+            const I8x32 bytes = load_bytes(blk + 16 + 32 * i);
+            sum = add32(sum, madd16(mul_u8s8(and_bytes(bytes, 0x0f), load_bytes(x + 64 * i)), splat16(scale[2 * i])));
+            sum = add32(sum, madd16(mul_u8s8(shr_and(bytes, 4, 0x0f), load_bytes(x + 64 * i + 32)), splat16(scale[2 * i + 1])));
+        }
+        const float dx = a.d[b];
+        total += half_to_float(read_u16(blk)) * dx * float(hsum32(sum)) - half_to_float(read_u16(blk + 2)) * dx * float(min_sum);
+    }
+    return total;
+}
+
+static float dot_row_q5_k(const uint8_t* w, size_t n, const uint8_t* act) {
+    const Act256 a = act256(act, n);
+    float total = 0;
+    for (size_t b = 0; b < n / 256; ++b) {
+        const uint8_t* blk = w + b * 176;
+        const uint8_t* packed = blk + 4;
+        const int8_t* x = a.q + 256 * b;
+        int16_t scale[8];
+        int32_t min_sum = 0;
+        for (int j = 0; j < 8; ++j) {
+            int sc, m;
+            if (j < 4) {
+                sc = packed[j] & 63;
+                m = packed[j + 4] & 63;
+            } else {
+                sc = (packed[j + 4] & 0x0f) | ((packed[j - 4] >> 6) << 4);
+                m = (packed[j + 4] >> 4) | ((packed[j] >> 6) << 4);
+            }
+            scale[j] = int16_t(sc);
+            min_sum += m * (a.sums[16 * b + 2 * size_t(j)] + a.sums[16 * b + 2 * size_t(j) + 1]);
+        }
+        const I8x32 high = load_bytes(blk + 16);
+        I32x8 sum = zero32();
+        for (int i = 0; i < 4; ++i) {
+            const I8x32 bytes = load_bytes(blk + 48 + 32 * i);
+            const I8x32 lo = or_bytes(and_bytes(bytes, 0x0f), move_bit(high, 2 * i, 4));
+            const I8x32 hi = or_bytes(shr_and(bytes, 4, 0x0f), move_bit(high, 2 * i + 1, 4));
+            sum = add32(sum, madd16(mul_u8s8(lo, load_bytes(x + 64 * i)), splat16(scale[2 * i])));
+            sum = add32(sum, madd16(mul_u8s8(hi, load_bytes(x + 64 * i + 32)), splat16(scale[2 * i + 1])));
+        }
+        const float dx = a.d[b];
+        total += half_to_float(read_u16(blk)) * dx * float(hsum32(sum)) - half_to_float(read_u16(blk + 2)) * dx * float(min_sum);
+    }
+    return total;
+}
+
+static float dot_row_q6_k(const uint8_t* w, size_t n, const uint8_t* act) {
+    const Act256 a = act256(act, n);
+    float total = 0;
+    for (size_t b = 0; b < n / 256; ++b) {
+        const uint8_t* blk = w + b * 210;
+        const int8_t* scales = reinterpret_cast<const int8_t*>(blk + 192);
+        int32_t offset_sum = 0;  // the quants are stored +32
+        for (int j = 0; j < 16; ++j) offset_sum += scales[j] * a.sums[16 * b + size_t(j)];
+        I32x8 sum = zero32();
+        for (int h = 0; h < 2; ++h) {
+            const uint8_t* ql = blk + 64 * h;
+            const I8x32 high = load_bytes(blk + 128 + 32 * h);
+            const I8x32 l0 = load_bytes(ql), l1 = load_bytes(ql + 32);
+            const I8x32 u[4] = {or_bytes(and_bytes(l0, 0x0f), shl_and(high, 4, 0x30)),
+                                or_bytes(and_bytes(l1, 0x0f), shl_and(high, 2, 0x30)),
+                                or_bytes(shr_and(l0, 4, 0x0f), and_bytes(high, 0x30)),
+                                or_bytes(shr_and(l1, 4, 0x0f), shr_and(high, 2, 0x30))};
+            const int8_t* sc = scales + 8 * h;
+            const int8_t* x = a.q + 256 * b + 128 * size_t(h);
+            for (int k = 0; k < 4; ++k)
+                sum = add32(sum, madd16(mul_u8s8(u[k], load_bytes(x + 32 * k)), splat16x2(sc[2 * k], sc[2 * k + 1])));
+        }
+        total += half_to_float(read_u16(blk + 208)) * a.d[b] * float(hsum32(sum) - 32 * offset_sum);
+    }
+    return total;
+}
+
+static float dot_row_q3_k(const uint8_t* w, size_t n, const uint8_t* act) {
+    const Act256 a = act256(act, n);
+    float total = 0;
+    for (size_t b = 0; b < n / 256; ++b) {
+        const uint8_t* blk = w + b * 110;
+        const uint8_t* packed = blk + 96;
+        int16_t scale[16];
+        int32_t offset_sum = 0;  // a clear high bit means -4
+        for (int j = 0; j < 16; ++j) {
+            const int low = j < 8 ? packed[j] & 0x0f : packed[j - 8] >> 4;
+            const int high = (packed[8 + j % 4] >> (2 * (j / 4))) & 3;
+            scale[j] = int16_t((low | (high << 4)) - 32);
+            offset_sum += scale[j] * a.sums[16 * b + size_t(j)];
+        }
+        const I8x32 hmask = load_bytes(blk);
+        I32x8 sum = zero32();
+        for (int h = 0; h < 2; ++h) {
+            const I8x32 bytes = load_bytes(blk + 32 + 32 * h);
+            for (int j = 0; j < 4; ++j) {
+                const I8x32 u = or_bytes(shr_and(bytes, 2 * j, 3), move_bit(hmask, 4 * h + j, 2));
+                const int8_t* x = a.q + 256 * b + 128 * size_t(h) + 32 * size_t(j);
+                sum = add32(sum, madd16(mul_u8s8(u, load_bytes(x)), splat16x2(scale[8 * h + 2 * j], scale[8 * h + 2 * j + 1])));
+            }
+        }
+        total += half_to_float(read_u16(blk + 108)) * a.d[b] * float(hsum32(sum) - 4 * offset_sum);
+    }
+    return total;
+}
+
+static float dot_row_q2_k(const uint8_t* w, size_t n, const uint8_t* act) {
+    const Act256 a = act256(act, n);
+    float total = 0;
+    for (size_t b = 0; b < n / 256; ++b) {
+        const uint8_t* blk = w + b * 84;
+        int32_t min_sum = 0;
+        for (int j = 0; j < 16; ++j) min_sum += (blk[j] >> 4) * a.sums[16 * b + size_t(j)];
+        I32x8 sum = zero32();
+        for (int h = 0; h < 2; ++h) {
+            const I8x32 bytes = load_bytes(blk + 16 + 32 * h);
+            for (int j = 0; j < 4; ++j) {
+                const int8_t* x = a.q + 256 * b + 128 * size_t(h) + 32 * size_t(j);
+                const int sub = 8 * h + 2 * j;
+                sum = add32(sum, madd16(mul_u8s8(shr_and(bytes, 2 * j, 3), load_bytes(x)),
+                                        splat16x2(int16_t(blk[sub] & 0x0f), int16_t(blk[sub + 1] & 0x0f))));
+            }
+        }
+        const float dx = a.d[b];
+        total += half_to_float(read_u16(blk + 80)) * dx * float(hsum32(sum)) - half_to_float(read_u16(blk + 82)) * dx * float(min_sum);
+    }
+    return total;
+}
+
+static float dot_row_iq4_xs(const uint8_t* w, size_t n, const uint8_t* act) {
+    const Act256 a = act256(act, n);
+    const I8x32 table = load_table16(kIQ4Levels);
+    float total = 0;
+    for (size_t b = 0; b < n / 256; ++b) {
+        const uint8_t* blk = w + b * 136;
+        const uint16_t scales_h = read_u16(blk + 2);
+        I32x8 sum = zero32();
+        for (int sub = 0; sub < 8; ++sub) {
+            const int low = (blk[4 + sub / 2] >> (4 * (sub % 2))) & 0x0f;
+            const int high = (scales_h >> (2 * sub)) & 3;
+            const I8x32 v = lookup16(table, load_nibbles16(blk + 8 + 16 * sub));
+            const I8x32 x = load_bytes(a.q + 256 * b + 32 * size_t(sub));
+            sum = add32(sum, madd16(mul_u8s8(abs_bytes(v), apply_sign(x, v)), splat16(int16_t((low | (high << 4)) - 32))));
+        }
+        total += half_to_float(read_u16(blk)) * a.d[b] * float(hsum32(sum));
+    }
+    return total;
+}
+
+// ---- Float weights: F32 F16 BF16, float activations ---------------------------------------------
+
+static inline F32x8 load_f32_bytes(const void* p) { return load_f32(static_cast<const float*>(p)); }
+static inline float scalar_f32(const uint8_t* p) { return read_f32(p); }
+static inline float scalar_f16(const uint8_t* p) { return half_to_float(read_u16(p)); }
+static inline float scalar_bf16(const uint8_t* p) {
+    const uint32_t bits = uint32_t(read_u16(p)) << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
+
+template <size_t kElem, F32x8 (*Load)(const void*), float (*Scalar)(const uint8_t*)>
+static float dot_row_float(const uint8_t* w, size_t n, const uint8_t* act) {
+    const float* x = reinterpret_cast<const float*>(act);
+    F32x8 acc[4] = {zero_f(), zero_f(), zero_f(), zero_f()};
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (int k = 0; k < 4; ++k) acc[k] = fma_f(Load(w + (i + 8 * size_t(k)) * kElem), load_f32(x + i + 8 * size_t(k)), acc[k]);
+    for (; i + 8 <= n; i += 8) acc[0] = fma_f(Load(w + i * kElem), load_f32(x + i), acc[0]);
+    float total = hsum_f(add_f(add_f(acc[0], acc[1]), add_f(acc[2], acc[3])));
+    for (; i < n; ++i) total += Scalar(w + i * kElem) * x[i];
+    return total;
+}
+
+template <float (*Row)(const uint8_t*, size_t, const uint8_t*)>
+static void dot_rows(const uint8_t* rows, size_t row_stride, size_t n_rows, size_t cols, const uint8_t* act, float* out) {
+    for (size_t r = 0; r < n_rows; ++r) out[r] = Row(rows + r * row_stride, cols, act);
+}
+
+static const GemvKernels kKernels = {
+    kPath,
+    quantize_act_q8x32,
+    quantize_act_q8x256,
+    dot_rows<dot_row_float<4, load_f32_bytes, scalar_f32>>,
+    dot_rows<dot_row_float<2, load_f16, scalar_f16>>,
+    dot_rows<dot_row_float<2, load_bf16, scalar_bf16>>,
+    dot_rows<dot_row_b32<18, Bias::Offset, 8, block_q4_0>>,
+    dot_rows<dot_row_b32<20, Bias::Min, 0, block_q4_1>>,
+    dot_rows<dot_row_b32<22, Bias::Offset, 16, block_q5_0>>,
+    dot_rows<dot_row_b32<24, Bias::Min, 0, block_q5_1>>,
+    dot_rows<dot_row_b32<34, Bias::None, 0, block_q8_0>>,
+    dot_rows<dot_row_b32<18, Bias::None, 0, block_iq4_nl>>,
+    dot_rows<dot_row_q2_k>,
+    dot_rows<dot_row_q3_k>,
+    dot_rows<dot_row_q4_k>,
+    dot_rows<dot_row_q5_k>,
+    dot_rows<dot_row_q6_k>,
+    dot_rows<dot_row_iq4_xs>,
+};

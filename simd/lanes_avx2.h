@@ -1,0 +1,126 @@
+// The integer and float lanes the GEMV kernels are written in, on AVX2 (and, where the build enables
+// AVX-512 VNNI, its 256-bit dot-product instruction). Included inside a per-ISA namespace.
+// xsimd 8.1 has no unsigned-by-signed byte multiply-add or byte table lookup, which these kernels
+// live on, so this layer uses intrinsics; everything above it is ISA-neutral.
+
+struct I8x32 { __m256i v; };    // 32 bytes, signed or unsigned as the operation says
+struct I16x16 { __m256i v; };
+struct I32x8 { __m256i v; };
+struct F32x8 { __m256 v; };
+
+static inline I8x32 load_bytes(const void* p) { return {_mm256_loadu_si256(static_cast<const __m256i*>(p))}; }
+// 16 packed nibble pairs: low nibbles in bytes 0..15, high nibbles in bytes 16..31 (ggml's order).
+static inline I8x32 load_nibbles16(const uint8_t* p) {
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const __m256i both = _mm256_set_m128i(_mm_srli_epi16(q, 4), q);
+    return {_mm256_and_si256(both, _mm256_set1_epi8(0x0f))};
+}
+// (byte >> shift) & mask for every byte; mask must fit in 8 - shift bits.
+static inline I8x32 shr_and(I8x32 a, int shift, uint8_t mask) {
+    return {_mm256_and_si256(_mm256_srli_epi16(a.v, shift), _mm256_set1_epi8(char(mask)))};
+}
+static inline I8x32 and_bytes(I8x32 a, uint8_t mask) { return {_mm256_and_si256(a.v, _mm256_set1_epi8(char(mask)))}; }
+static inline I8x32 or_bytes(I8x32 a, I8x32 b) { return {_mm256_or_si256(a.v, b.v)}; }
+// (byte << shift) & mask
+static inline I8x32 shl_and(I8x32 a, int shift, uint8_t mask) {
+    return {_mm256_and_si256(_mm256_slli_epi16(a.v, shift), _mm256_set1_epi8(char(mask)))};
+}
+// Byte i is `value` where bit i of `bits` is set, else 0.
+static inline I8x32 expand_bits(uint32_t bits, uint8_t value) {
+    const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32(int(bits)),
+                                               _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202,
+                                                                 0x0101010101010101, 0x0000000000000000));
+    const __m256i bit = _mm256_set1_epi64x(int64_t(0x8040201008040201));
+    const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+    return {_mm256_and_si256(set, _mm256_set1_epi8(char(value)))};
+}
+// A 16-entry byte table, ready for lookup16.
+static inline I8x32 load_table16(const int8_t* table) {
+    return {_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(table)))};
+}
+static inline I8x32 lookup16(I8x32 table, I8x32 index) { return {_mm256_shuffle_epi8(table.v, index.v)}; }
+static inline I8x32 abs_bytes(I8x32 a) { return {_mm256_sign_epi8(a.v, a.v)}; }
+// a with the sign of s applied (a * sign(s), 0 where s is 0).
+static inline I8x32 apply_sign(I8x32 a, I8x32 s) { return {_mm256_sign_epi8(a.v, s.v)}; }
+
+// Sum of u[i] * s[i] over each group of four bytes: unsigned bytes times signed bytes.
+// Callers keep |u * s| sums within int16 per pair (u <= 127 with |s| <= 127), so the AVX2 form,
+// which saturates pairs to int16, and VNNI's exact form agree.
+static inline I32x8 dot_u8s8(I8x32 u, I8x32 s) {
+#if defined(RILL_LANES_VNNI)
+    return {_mm256_dpbusd_epi32(_mm256_setzero_si256(), u.v, s.v)};
+#else
+    return {_mm256_madd_epi16(_mm256_maddubs_epi16(u.v, s.v), _mm256_set1_epi16(1))};
+#endif
+}
+// Pair sums u[2k]*s[2k] + u[2k+1]*s[2k+1] as int16, to be weighted by per-sub-block scales.
+static inline I16x16 mul_u8s8(I8x32 u, I8x32 s) { return {_mm256_maddubs_epi16(u.v, s.v)}; }
+static inline I32x8 madd16(I16x16 a, I16x16 b) { return {_mm256_madd_epi16(a.v, b.v)}; }
+static inline I16x16 splat16(int16_t a) { return {_mm256_set1_epi16(a)}; }
+// Lanes 0..7 (bytes 0..15 of the pair products) take lo, lanes 8..15 take hi.
+static inline I16x16 splat16x2(int16_t lo, int16_t hi) {
+    return {_mm256_set_m128i(_mm_set1_epi16(hi), _mm_set1_epi16(lo))};
+}
+static inline I32x8 zero32() { return {_mm256_setzero_si256()}; }
+static inline I32x8 add32(I32x8 a, I32x8 b) { return {_mm256_add_epi32(a.v, b.v)}; }
+static inline int32_t hsum32(I32x8 a) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(a.v), _mm256_extracti128_si256(a.v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
+// Lane j of the result is the total of v[j].
+static inline I32x8 hsum8x8(const I32x8 v[8]) {
+    const __m256i a = _mm256_hadd_epi32(v[0].v, v[1].v), b = _mm256_hadd_epi32(v[2].v, v[3].v);
+    const __m256i c = _mm256_hadd_epi32(v[4].v, v[5].v), d = _mm256_hadd_epi32(v[6].v, v[7].v);
+    const __m256i ab = _mm256_hadd_epi32(a, b), cd = _mm256_hadd_epi32(c, d);
+    return {_mm256_add_epi32(_mm256_permute2x128_si256(ab, cd, 0x20), _mm256_permute2x128_si256(ab, cd, 0x31))};
+}
+
+static inline F32x8 zero_f() { return {_mm256_setzero_ps()}; }
+static inline F32x8 splat_f(float a) { return {_mm256_set1_ps(a)}; }
+static inline F32x8 load_f32(const float* p) { return {_mm256_loadu_ps(p)}; }
+static inline void store_f32(float* p, F32x8 a) { _mm256_storeu_ps(p, a.v); }
+static inline F32x8 load_f16(const void* p) {
+    return {_mm256_cvtph_ps(_mm_loadu_si128(static_cast<const __m128i*>(p)))};
+}
+static inline F32x8 load_bf16(const void* p) {
+    const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(static_cast<const __m128i*>(p)));
+    return {_mm256_castsi256_ps(_mm256_slli_epi32(wide, 16))};
+}
+// Eight halves found `stride` bytes apart, e.g. the scales of eight consecutive blocks.
+static inline F32x8 gather_f16(const uint8_t* p, size_t stride) {
+    uint16_t h[8];
+    for (int i = 0; i < 8; ++i) std::memcpy(&h[i], p + size_t(i) * stride, 2);
+    return {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h)))};
+}
+static inline F32x8 to_f32(I32x8 a) { return {_mm256_cvtepi32_ps(a.v)}; }
+static inline F32x8 add_f(F32x8 a, F32x8 b) { return {_mm256_add_ps(a.v, b.v)}; }
+static inline F32x8 mul_f(F32x8 a, F32x8 b) { return {_mm256_mul_ps(a.v, b.v)}; }
+static inline F32x8 fma_f(F32x8 a, F32x8 b, F32x8 c) { return {_mm256_fmadd_ps(a.v, b.v, c.v)}; }
+static inline F32x8 max_f(F32x8 a, F32x8 b) { return {_mm256_max_ps(a.v, b.v)}; }
+static inline F32x8 abs_f(F32x8 a) { return {_mm256_andnot_ps(_mm256_set1_ps(-0.0f), a.v)}; }
+static inline float hmax_f(F32x8 a) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(a.v), _mm256_extractf128_ps(a.v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    return _mm_cvtss_f32(m);
+}
+static inline float hsum_f(F32x8 a) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(a.v), _mm256_extractf128_ps(a.v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+// Rounds x * scale to the nearest integer (ties to even) and packs the 32 results to int8.
+static inline void quantize32(const float* x, float scale, int8_t* out) {
+    const __m256 s = _mm256_set1_ps(scale);
+    __m256i q[4];
+    for (int i = 0; i < 4; ++i) q[i] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * i), s), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    const __m256i p01 = _mm256_packs_epi32(q[0], q[1]), p23 = _mm256_packs_epi32(q[2], q[3]);
+    const __m256i bytes = _mm256_packs_epi16(p01, p23);
+    // The packs interleave 128-bit halves; restore element order.
+    const __m256i ordered = _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), ordered);
+}
+static inline float half_to_float(uint16_t h) { return _cvtsh_ss(h); }

@@ -1,0 +1,152 @@
+// The fused GEMV kernels of every instruction-set path this CPU runs, against exact arithmetic on
+// the same inputs: the weights dequantized by the scalar reference and the activations as the
+// kernel prepared them.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "quant/quantize.h"
+#include "quant/tensor_type.h"
+#include "simd/gemv.h"
+
+using namespace rill;
+using simd::ActFormat;
+
+namespace {
+
+std::vector<simd::KernelPath> integer_paths() {
+    std::vector<simd::KernelPath> paths;
+    for (const simd::KernelPath p : simd::supported_kernel_paths())
+        if (p != simd::KernelPath::Reference) paths.push_back(p);
+    return paths;
+}
+
+std::vector<float> random_floats(size_t n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> v(n);
+    for (float& x : v) x = normal(rng);
+    return v;
+}
+
+// The activation values a kernel actually multiplies by: q times its block's scale.
+std::vector<double> prepared_values(ActFormat format, const std::vector<uint8_t>& act, size_t n) {
+    std::vector<double> x(n);
+    if (format == ActFormat::F32) {
+        for (size_t i = 0; i < n; ++i) {
+            float f;
+            std::memcpy(&f, act.data() + 4 * i, 4);
+            x[i] = f;
+        }
+        return x;
+    }
+    const size_t block = format == ActFormat::Q8x32 ? 32 : 256;
+    for (size_t i = 0; i < n; ++i) {
+        float d;
+        std::memcpy(&d, act.data() + n + 4 * (i / block), 4);
+        x[i] = double(int8_t(act[i])) * d;
+    }
+    return x;
+}
+
+}  // namespace
+
+TEST_CASE("every integer path is available on the build's CPU family and the generic one everywhere", "[kernels]") {
+    const auto paths = simd::supported_kernel_paths();
+    CHECK(paths.front() == simd::KernelPath::Reference);
+    CHECK(std::find(paths.begin(), paths.end(), simd::KernelPath::Generic) != paths.end());
+    for (const auto p : paths) CHECK(simd::parse_kernel_path(simd::kernel_path_name(p)) == p);
+    CHECK_FALSE(simd::parse_kernel_path("avx9").has_value());
+}
+
+TEST_CASE("prepared activations round each element to its block's nearest 8-bit step", "[kernels]") {
+    const size_t n = 1024;
+    const auto x = random_floats(n, 7);
+    for (const simd::KernelPath path : integer_paths()) {
+        for (const ActFormat format : {ActFormat::Q8x32, ActFormat::Q8x256}) {
+            INFO(simd::kernel_path_name(path) << " format " << int(format));
+            std::vector<uint8_t> act(simd::act_bytes(format, n));
+            simd::gemv_kernels(path).prepare(format, x.data(), n, act.data());
+            const size_t block = format == ActFormat::Q8x32 ? 32 : 256;
+            const auto values = prepared_values(format, act, n);
+            for (size_t i = 0; i < n; ++i) {
+                float d;
+                std::memcpy(&d, act.data() + n + 4 * (i / block), 4);
+                REQUIRE(std::abs(int(int8_t(act[i]))) <= 127);
+                REQUIRE(std::abs(values[i] - x[i]) <= 0.5 * d * (1 + 1e-6));
+            }
+            if (format == ActFormat::Q8x256) {  // the sums of 16 the k-quant kernels use for offsets and mins
+                for (size_t g = 0; g < n / 16; ++g) {
+                    int sum = 0;
+                    for (size_t i = 0; i < 16; ++i) sum += int8_t(act[16 * g + i]);
+                    int16_t stored;
+                    std::memcpy(&stored, act.data() + n + 4 * (n / 256) + 2 * g, 2);
+                    REQUIRE(stored == sum);
+                }
+            }
+        }
+    }
+}
+
+// Each kernel sums exact integer block products and scales them in float32: the only error against
+// exact arithmetic on the same inputs is float32 rounding over ~n/32 block terms, well under 1e-5 of
+// the sum of |products| (float32's epsilon is 6e-8; a few hundred roundings stay below 2e-5 even if
+// all went one way, and in practice they cancel).
+TEST_CASE("every kernel on every path equals exact arithmetic on its inputs within float32 rounding", "[kernels]") {
+    const size_t cols = 2048 + 256, rows = 5;  // 72 blocks of 32: eight-block groups plus a tail
+    for (const simd::KernelPath path : integer_paths()) {
+        const simd::GemvKernels& kernels = simd::gemv_kernels(path);
+        for (const TensorTypeTraits& t : all_tensor_types()) {
+            INFO(simd::kernel_path_name(path) << " " << t.name);
+            const size_t stride = row_bytes(t.type, cols);
+            std::vector<uint8_t> weights(stride * rows);
+            std::vector<float> dequantized(cols * rows);
+            for (size_t r = 0; r < rows; ++r) {
+                auto w = random_floats(cols, uint32_t(100 + r));
+                if (r == 1) std::fill(w.begin(), w.begin() + 256, 0.0f);  // an all-zero block
+                quantize_row(t.type, w.data(), weights.data() + r * stride, cols);
+                dequantize_row(t.type, weights.data() + r * stride, dequantized.data() + r * cols, cols);
+            }
+            auto x = random_floats(cols, 3);
+            std::fill(x.begin() + 512, x.begin() + 768, 0.0f);  // all-zero activation blocks
+            const ActFormat format = simd::act_format(t.type, path);
+            std::vector<uint8_t> act(simd::act_bytes(format, cols));
+            kernels.prepare(format, x.data(), cols, act.data());
+            const auto xv = prepared_values(format, act, cols);
+            std::vector<float> out(rows);
+            kernels.dot_rows(t.type)(weights.data(), stride, rows, cols, act.data(), out.data());
+            for (size_t r = 0; r < rows; ++r) {
+                double exact = 0, magnitude = 0;
+                for (size_t i = 0; i < cols; ++i) {
+                    exact += double(dequantized[r * cols + i]) * xv[i];
+                    magnitude += std::abs(double(dequantized[r * cols + i]) * xv[i]);
+                }
+                INFO("row " << r << " exact " << exact << " kernel " << out[r]);
+                CHECK(std::abs(out[r] - exact) <= 1e-5 * magnitude);
+            }
+        }
+    }
+}
+
+TEST_CASE("a row's result does not depend on how many rows one call covers", "[kernels]") {
+    const size_t cols = 512, rows = 7;
+    for (const simd::KernelPath path : integer_paths()) {
+        const simd::GemvKernels& kernels = simd::gemv_kernels(path);
+        for (const TensorType type : {TensorType::Q4_0, TensorType::Q4_K, TensorType::F16}) {
+            const size_t stride = row_bytes(type, cols);
+            std::vector<uint8_t> weights(stride * rows);
+            for (size_t r = 0; r < rows; ++r) quantize_row(type, random_floats(cols, uint32_t(r)).data(), weights.data() + r * stride, cols);
+            const auto x = random_floats(cols, 9);
+            const ActFormat format = simd::act_format(type, path);
+            std::vector<uint8_t> act(simd::act_bytes(format, cols));
+            kernels.prepare(format, x.data(), cols, act.data());
+            std::vector<float> all(rows), one(rows);
+            kernels.dot_rows(type)(weights.data(), stride, rows, cols, act.data(), all.data());
+            for (size_t r = 0; r < rows; ++r) kernels.dot_rows(type)(weights.data() + r * stride, stride, 1, cols, act.data(), &one[r]);
+            CHECK(std::memcmp(all.data(), one.data(), rows * sizeof(float)) == 0);
+        }
+    }
+}
