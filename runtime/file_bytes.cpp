@@ -64,6 +64,18 @@ FileBytes::FileBytes(const std::string& path, const LoadOptions& options) {
     if (options.lock) locked_ = ::mlock(addr_, size_) == 0;
 }
 
+uint8_t* FileBytes::writable(const uint8_t* p, size_t n) {
+    const auto page = uintptr_t(::sysconf(_SC_PAGESIZE));
+    const uintptr_t start = uintptr_t(p) & ~(page - 1), end = uintptr_t(p) + n;
+    if (::mprotect(reinterpret_cast<void*>(start), end - start, PROT_READ | PROT_WRITE) != 0)
+        throw Error(std::string("cannot make model memory writable: ") + std::strerror(errno));
+    return const_cast<uint8_t*>(p);
+}
+
+void FileBytes::seal() {
+    if (addr_ != nullptr) ::mprotect(addr_, size_, PROT_READ);
+}
+
 FileBytes::FileBytes(FileBytes&& other) noexcept
     : addr_(std::exchange(other.addr_, nullptr)),
       size_(std::exchange(other.size_, 0)),

@@ -10,6 +10,7 @@ namespace rill {
 struct LoadOptions {
     bool use_mmap = true;  // false: read into anonymous memory, like llama.cpp's --no-mmap
     bool lock = false;     // mlock the bytes so they are never paged out
+    bool interleave = true;  // regroup Q4_0/Q8_0 matrix rows for the decode kernels (quant/interleave.h)
 };
 
 // Owns a read-only view of a file's bytes; releases the mapping or buffer on destruction.
@@ -25,6 +26,10 @@ public:
 
     std::span<const uint8_t> bytes() const { return {static_cast<const uint8_t*>(addr_), size_}; }
     bool locked() const { return locked_; }
+    bool empty() const { return addr_ == nullptr; }
+    // Opens a range for writing (a private mapping: written pages stop being the file's) until seal().
+    uint8_t* writable(const uint8_t* p, size_t n);
+    void seal();
 
 private:
     void release() noexcept;

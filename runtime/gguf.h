@@ -80,6 +80,10 @@ public:
     const std::vector<GgufTensor>& tensors() const { return tensors_; }
     const GgufTensor* find_tensor(std::string_view name) const;
 
+    // For load-time relayouts of tensor bytes: null when the bytes belong to the caller (parse()).
+    uint8_t* writable_data(const GgufTensor& t) { return storage_.empty() ? nullptr : storage_.writable(t.data, t.n_bytes); }
+    void seal() { storage_.seal(); }
+
 private:
     std::string name_;
     FileBytes storage_;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "quant/interleave.h"
 #include "simd/dot.h"
 
 namespace rill {
@@ -19,8 +20,14 @@ void reference_matmul(std::span<const MatmulOutput> outputs, const float* in, in
         const int rows = w.rows(), cols = w.cols();
 #pragma omp parallel for num_threads(s.n_threads) schedule(static) if (parallel)
         for (int r = 0; r < rows; ++r) {
-            float* buf = s.rows[size_t(omp_get_thread_num())].data();
-            dequantize_row(w.type(), w.row(r), buf, size_t(cols));
+            const size_t me = size_t(omp_get_thread_num());
+            float* buf = s.rows[me].data();
+            const uint8_t* row = w.row(r);
+            if (w.interleaved && r < rows / int(kInterleave) * int(kInterleave)) {
+                plain_row(w.type(), w.tensor->data, size_t(r), w.tensor->row_bytes(), s.row_bytes[me].data());
+                row = s.row_bytes[me].data();
+            }
+            dequantize_row(w.type(), row, buf, size_t(cols));
             for (int t = 0; t < n_tokens; ++t)
                 o.out[size_t(t) * rows + r] = simd::dot(buf, in + size_t(t) * cols, size_t(cols));
         }
@@ -30,7 +37,10 @@ void reference_matmul(std::span<const MatmulOutput> outputs, const float* in, in
 }  // namespace
 
 MatmulScratch::MatmulScratch(simd::KernelPath path, int n_threads, size_t widest_row)
-    : path(path), n_threads(n_threads), rows(size_t(n_threads), std::vector<float>(path == simd::KernelPath::Reference ? widest_row : 0)) {}
+    : path(path),
+      n_threads(n_threads),
+      rows(size_t(n_threads), std::vector<float>(path == simd::KernelPath::Reference ? widest_row : 0)),
+      row_bytes(size_t(n_threads), std::vector<uint8_t>(path == simd::KernelPath::Reference ? widest_row * sizeof(float) : 0)) {}
 
 void matmul(std::span<const MatmulOutput> outputs, const float* in, int n_tokens, MatmulScratch& s) {
     if (outputs.empty() || n_tokens <= 0) return;
@@ -64,13 +74,30 @@ void matmul(std::span<const MatmulOutput> outputs, const float* in, int n_tokens
             const Weight& w = o.weight;
             const int rows = w.rows();
             const int f = int(simd::act_format(w.type(), s.path));
+            const uint8_t* act = s.act[size_t(f)].data();
             const simd::DotRowsFn dot_rows = kernels.dot_rows(w.type());
             const size_t row_stride = w.tensor->row_bytes();
-            const int first = int(int64_t(rows) * me / team), last = int(int64_t(rows) * (me + 1) / team);
+            int first = int(int64_t(rows) * me / team), last = int(int64_t(rows) * (me + 1) / team);
+            if (w.interleaved) {
+                // Whole groups of eight per thread; the rows after the last group, in ggml's layout,
+                // always go to the last thread, so each row meets the same kernel for any team size.
+                const simd::DotGroupsFn dot_groups = kernels.dot_groups(w.type());
+                const int groups = rows / int(kInterleave);
+                const int g_first = int(int64_t(groups) * me / team), g_last = int(int64_t(groups) * (me + 1) / team);
+                const size_t group_bytes = kInterleave * row_stride;
+                for (int g = g_first; g < g_last; g += kRowsPerStep / int(kInterleave)) {
+                    const int n = std::min(kRowsPerStep / int(kInterleave), g_last - g);
+                    for (int t = 0; t < n_tokens; ++t)
+                        dot_groups(w.tensor->data + size_t(g) * group_bytes, size_t(n), cols, act + size_t(t) * stride[f],
+                                   o.out + size_t(t) * size_t(rows) + size_t(g) * kInterleave);
+                }
+                first = me == team - 1 ? groups * int(kInterleave) : rows;
+                last = rows;
+            }
             for (int r = first; r < last; r += kRowsPerStep) {
                 const int n = std::min(kRowsPerStep, last - r);
                 for (int t = 0; t < n_tokens; ++t)
-                    dot_rows(w.row(r), row_stride, size_t(n), cols, s.act[size_t(f)].data() + size_t(t) * stride[f],
+                    dot_rows(w.row(r), row_stride, size_t(n), cols, act + size_t(t) * stride[f],
                              o.out + size_t(t) * size_t(rows) + size_t(r));
             }
         }

@@ -18,7 +18,8 @@ inline constexpr size_t kMinParallelWork = size_t(1) << 18;
 struct MatmulScratch {
     simd::KernelPath path = simd::KernelPath::Reference;
     int n_threads = 1;
-    std::vector<std::vector<float>> rows;  // reference path: one dequantized weight row per thread
+    std::vector<std::vector<float>> rows;        // reference path: one dequantized weight row per thread
+    std::vector<std::vector<uint8_t>> row_bytes;  // reference path: an interleaved row put back in order
     std::vector<uint8_t> act[3];           // prepared activations, [tokens][bytes], per ActFormat
 
     MatmulScratch() = default;

@@ -1,5 +1,7 @@
 #include "model.h"
 
+#include "quant/interleave.h"
+
 #include <cmath>
 
 #include "error.h"
@@ -107,7 +109,30 @@ uint64_t Model::weight_bytes() const {
     return total;
 }
 
-std::unique_ptr<Model> model_from_gguf(GgufFile file) {
+// Regroups the rows of every matrix decode streams through (not the embedding table, which is read
+// a row at a time) where a kernel reads the interleaved layout. Only bytes the model owns.
+static void interleave_matrices(Model& m) {
+    std::vector<Weight*> matrices;
+    for (LayerWeights& L : m.layers)
+        for (Weight* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down}) matrices.push_back(w);
+    if (m.output.tensor != m.token_embd.tensor) matrices.push_back(&m.output);
+    std::vector<std::pair<Weight*, uint8_t*>> jobs;
+    for (Weight* w : matrices) {
+        if (!can_interleave(w->type()) || w->rows() < int(kInterleave)) continue;
+        uint8_t* data = m.file.writable_data(*w->tensor);
+        if (data == nullptr) return;
+        jobs.emplace_back(w, data);
+    }
+#pragma omp parallel for schedule(dynamic)
+    for (size_t i = 0; i < jobs.size(); ++i) {
+        Weight& w = *jobs[i].first;
+        interleave_rows(w.type(), jobs[i].second, size_t(w.rows()), w.tensor->row_bytes());
+        w.interleaved = true;
+    }
+    m.file.seal();
+}
+
+std::unique_ptr<Model> model_from_gguf(GgufFile file, bool interleave) {
     auto m = std::make_unique<Model>();
     m->file = std::move(file);
     const GgufFile& f = m->file;
@@ -154,11 +179,12 @@ std::unique_ptr<Model> model_from_gguf(GgufFile file) {
     }
     if (m->output_norm.type() != TensorType::F32)
         throw Error(f.name() + ": tensor 'output_norm.weight' must be F32");
+    if (interleave) interleave_matrices(*m);
     return m;
 }
 
 std::unique_ptr<Model> load_model(const std::string& path, const LoadOptions& options) {
-    return model_from_gguf(GgufFile::open(path, options));
+    return model_from_gguf(GgufFile::open(path, options), options.interleave);
 }
 
 }  // namespace rill

@@ -33,11 +33,13 @@ struct Hparams {
 // A weight matrix or vector: a view into the model file. Rows are ne[1], row length is ne[0].
 struct Weight {
     const GgufTensor* tensor = nullptr;
+    bool interleaved = false;  // full groups of eight rows are in quant/interleave.h's layout
 
     explicit operator bool() const { return tensor != nullptr; }
     TensorType type() const { return tensor->type; }
     int rows() const { return int(tensor->ne[1]); }
     int cols() const { return int(tensor->ne[0]); }
+    // Row r in ggml's layout; for an interleaved weight only rows past the last full group of eight.
     const uint8_t* row(int r) const { return tensor->data + size_t(r) * tensor->row_bytes(); }
 };
 
@@ -64,6 +66,6 @@ std::vector<std::string> supported_architectures();
 // Loads and validates; the model owns the file's bytes.
 std::unique_ptr<Model> load_model(const std::string& path, const LoadOptions& options = {});
 // Validates an already-parsed file (used by tests and the fuzzer on in-memory bytes).
-std::unique_ptr<Model> model_from_gguf(GgufFile file);
+std::unique_ptr<Model> model_from_gguf(GgufFile file, bool interleave = false);
 
 }  // namespace rill

@@ -126,12 +126,20 @@ void Session::forward_chunk(std::span<const int32_t> tokens, bool all_logits, fl
 }
 
 // Causal grouped-query attention of the chunk's queries over every cached position up to their own.
+// The integer paths read keys and values straight from the cache's F16 (or F32) rows; the reference
+// path widens them one by one.
 void Session::attention(int layer, int n_tokens) {
     const Hparams& hp = model_.hp;
     const int D = hp.head_dim, group = hp.n_head / hp.n_head_kv;
     const float scale = 1.0f / std::sqrt(float(D));
     const int pairs = n_tokens * hp.n_head;
     const bool parallel = size_t(pairs) * size_t(pos_ + n_tokens) * size_t(D) * 2 >= kMinParallelWork;
+    const bool reference = scratch_.path == simd::KernelPath::Reference;
+    const simd::GemvKernels* kernels = reference ? nullptr : &simd::gemv_kernels(scratch_.path);
+    const bool f16 = kv_.type == KvType::F16;
+    const size_t elem = f16 ? 2 : 4, row_stride = size_t(kv_.kv_dim) * elem;
+    const auto* keys = f16 ? reinterpret_cast<const uint8_t*>(kv_.k16.data()) : reinterpret_cast<const uint8_t*>(kv_.k32.data());
+    const auto* values = f16 ? reinterpret_cast<const uint8_t*>(kv_.v16.data()) : reinterpret_cast<const uint8_t*>(kv_.v32.data());
 #pragma omp parallel for num_threads(n_threads_) schedule(static) if (parallel)
     for (int i = 0; i < pairs; ++i) {
         const int t = i / hp.n_head, h = i % hp.n_head;
@@ -139,19 +147,27 @@ void Session::attention(int layer, int n_tokens) {
         const int n_pos = pos_ + t + 1;
         const size_t thread = size_t(omp_get_thread_num());
         float* scores = &scores_[thread * n_ctx_];
-        float* buf = &head_buf_[thread * D];
         const float* q = &q_[(size_t(t) * hp.n_head + h) * D];
-        for (int p = 0; p < n_pos; ++p) {
-            kv_.load_key(layer, p, kv_offset, D, buf);
-            scores[p] = simd::dot(q, buf, size_t(D)) * scale;
-        }
-        softmax(scores, n_pos);
         float* out = &attn_[(size_t(t) * hp.n_head + h) * D];
-        std::fill(out, out + D, 0.0f);
-        for (int p = 0; p < n_pos; ++p) {
-            kv_.load_value(layer, p, kv_offset, D, buf);
-            simd::axpy(scores[p], buf, out, size_t(D));
+        if (reference) {
+            float* buf = &head_buf_[thread * D];
+            for (int p = 0; p < n_pos; ++p) {
+                kv_.load_key(layer, p, kv_offset, D, buf);
+                scores[p] = simd::dot(q, buf, size_t(D)) * scale;
+            }
+            softmax(scores, n_pos);
+            std::fill(out, out + D, 0.0f);
+            for (int p = 0; p < n_pos; ++p) {
+                kv_.load_value(layer, p, kv_offset, D, buf);
+                simd::axpy(scores[p], buf, out, size_t(D));
+            }
+            continue;
         }
+        const size_t first = (kv_.offset(layer, 0) + size_t(kv_offset)) * elem;
+        (f16 ? kernels->f16 : kernels->f32)(keys + first, row_stride, size_t(n_pos), size_t(D), reinterpret_cast<const uint8_t*>(q), scores);
+        for (int p = 0; p < n_pos; ++p) scores[p] *= scale;
+        softmax(scores, n_pos);
+        (f16 ? kernels->weighted_sum_f16 : kernels->weighted_sum_f32)(values + first, row_stride, size_t(n_pos), size_t(D), scores, out);
     }
 }
 

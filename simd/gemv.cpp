@@ -116,6 +116,12 @@ DotRowsFn GemvKernels::dot_rows(TensorType type) const {
     return nullptr;
 }
 
+DotGroupsFn GemvKernels::dot_groups(TensorType type) const {
+    if (type == TensorType::Q4_0) return q4_0_x8;
+    if (type == TensorType::Q8_0) return q8_0_x8;
+    return nullptr;
+}
+
 void GemvKernels::prepare(ActFormat format, const float* x, size_t n, uint8_t* out) const {
     switch (format) {
         case ActFormat::F32: std::memcpy(out, x, n * sizeof(float)); break;

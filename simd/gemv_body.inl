@@ -291,6 +291,59 @@ static float dot_row_iq4_xs(const uint8_t* w, size_t n, const uint8_t* act) {
     return total;
 }
 
+// ---- Eight interleaved rows (quant/interleave.h) -------------------------------------------------
+// Q4_0: two rows share a register (row A's 16 quant bytes, then row B's), so one pair of masks
+// yields both rows' low and high nibbles and each activation half is broadcast once for all rows.
+static void dot_groups_q4_0(const uint8_t* groups, size_t n_groups, size_t n, const uint8_t* act, float* out) {
+    const size_t nb = n / 32;
+    const int8_t* q = reinterpret_cast<const int8_t*>(act);
+    const float* d = reinterpret_cast<const float*>(act + n);
+    const float* s = d + nb;
+    for (size_t g = 0; g < n_groups; ++g) {
+        const uint8_t* base = groups + g * nb * 144;
+        F32x8 acc = zero_f(), bias = zero_f();
+        for (size_t b = 0; b < nb; ++b) {
+            const uint8_t* chunk = base + b * 144;
+            const I8x32 x_lo = broadcast16(q + 32 * b), x_hi = broadcast16(q + 32 * b + 16);
+            I32x8 p[4];
+            for (int k = 0; k < 4; ++k) {
+                const I8x32 bytes = load_bytes(chunk + 16 + 32 * k);
+                p[k] = sum_pairs(add16(mul_u8s8(and_bytes(bytes, 0x0f), x_lo), mul_u8s8(shr_and(bytes, 4, 0x0f), x_hi)));
+            }
+            const I32x8 sums = hadd32(hadd32(p[0], p[1]), hadd32(p[2], p[3]));  // lanes in kInterleaveLanes order
+            const F32x8 dw = load_f16(chunk);
+            acc = fma_f(to_f32(sums), mul_f(dw, splat_f(d[b])), acc);
+            bias = fma_f(dw, splat_f(s[b]), bias);
+        }
+        float lanes[8];
+        store_f32(lanes, fma_f(bias, splat_f(-8.0f), acc));
+        for (int i = 0; i < 8; ++i) out[8 * g + size_t(kInterleaveLanes[i])] = lanes[i];
+    }
+}
+
+static void dot_groups_q8_0(const uint8_t* groups, size_t n_groups, size_t n, const uint8_t* act, float* out) {
+    const size_t nb = n / 32;
+    const int8_t* q = reinterpret_cast<const int8_t*>(act);
+    const float* d = reinterpret_cast<const float*>(act + n);
+    for (size_t g = 0; g < n_groups; ++g) {
+        const uint8_t* base = groups + g * nb * 272;
+        F32x8 acc = zero_f();
+        for (size_t b = 0; b < nb; ++b) {
+            const uint8_t* chunk = base + b * 272;
+            const I8x32 x = load_bytes(q + 32 * b);
+            I32x8 p[8];
+            for (int i = 0; i < 8; ++i) {
+                const I8x32 w = load_bytes(chunk + 16 + 32 * kInterleaveLanes[i]);
+                p[i] = dot_u8s8(abs_bytes(w), apply_sign(x, w));
+            }
+            acc = fma_f(to_f32(hsum8x8(p)), mul_f(load_f16(chunk), splat_f(d[b])), acc);
+        }
+        float lanes[8];
+        store_f32(lanes, acc);
+        for (int i = 0; i < 8; ++i) out[8 * g + size_t(kInterleaveLanes[i])] = lanes[i];
+    }
+}
+
 // ---- Float weights: F32 F16 BF16, float activations ---------------------------------------------
 
 static inline F32x8 load_f32_bytes(const void* p) { return load_f32(static_cast<const float*>(p)); }
@@ -314,6 +367,28 @@ static float dot_row_float(const uint8_t* w, size_t n, const uint8_t* act) {
     float total = hsum_f(add_f(add_f(acc[0], acc[1]), add_f(acc[2], acc[3])));
     for (; i < n; ++i) total += Scalar(w + i * kElem) * x[i];
     return total;
+}
+
+// out[i] = sum over r of weights[r] * row_r[i], rows taken in order: attention's weighted sum of
+// cached values, read straight from the cache's element type.
+template <size_t kElem, F32x8 (*Load)(const void*), float (*Scalar)(const uint8_t*)>
+static void weighted_sum(const uint8_t* rows, size_t row_stride, size_t n_rows, size_t n, const float* weights, float* out) {
+    size_t c = 0;
+    for (; c + 64 <= n; c += 64) {
+        F32x8 acc[8];
+        for (auto& a : acc) a = zero_f();
+        for (size_t r = 0; r < n_rows; ++r) {
+            const F32x8 w = splat_f(weights[r]);
+            const uint8_t* row = rows + r * row_stride + c * kElem;
+            for (int k = 0; k < 8; ++k) acc[k] = fma_f(Load(row + 8 * size_t(k) * kElem), w, acc[k]);
+        }
+        for (int k = 0; k < 8; ++k) store_f32(out + c + 8 * size_t(k), acc[k]);
+    }
+    for (; c < n; ++c) {
+        float sum = 0;
+        for (size_t r = 0; r < n_rows; ++r) sum += weights[r] * Scalar(rows + r * row_stride + c * kElem);
+        out[c] = sum;
+    }
 }
 
 template <float (*Row)(const uint8_t*, size_t, const uint8_t*)>
@@ -340,4 +415,8 @@ static const GemvKernels kKernels = {
     dot_rows<dot_row_q5_k>,
     dot_rows<dot_row_q6_k>,
     dot_rows<dot_row_iq4_xs>,
+    dot_groups_q4_0,
+    dot_groups_q8_0,
+    weighted_sum<4, load_f32_bytes, scalar_f32>,
+    weighted_sum<2, load_f16, scalar_f16>,
 };

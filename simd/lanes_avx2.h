@@ -124,3 +124,11 @@ static inline void quantize32(const float* x, float scale, int8_t* out) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), ordered);
 }
 static inline float half_to_float(uint16_t h) { return _cvtsh_ss(h); }
+// 16 bytes repeated in both halves.
+static inline I8x32 broadcast16(const void* p) {
+    return {_mm256_broadcastsi128_si256(_mm_loadu_si128(static_cast<const __m128i*>(p)))};
+}
+static inline I16x16 add16(I16x16 a, I16x16 b) { return {_mm256_add_epi16(a.v, b.v)}; }
+static inline I32x8 sum_pairs(I16x16 a) { return {_mm256_madd_epi16(a.v, _mm256_set1_epi16(1))}; }
+// Per 128-bit half: [a0+a1, a2+a3, b0+b1, b2+b3].
+static inline I32x8 hadd32(I32x8 a, I32x8 b) { return {_mm256_hadd_epi32(a.v, b.v)}; }

@@ -169,3 +169,30 @@ static inline float hsum_f(F32x8 a) {
 static inline void quantize32(const float* x, float scale, int8_t* out) {
     for (int i = 0; i < 32; ++i) out[i] = int8_t(std::nearbyint(x[i] * scale));
 }
+static inline I8x32 broadcast16(const void* p) {
+    I8x32 r;
+    std::memcpy(r.b, p, 16);
+    std::memcpy(r.b + 16, p, 16);
+    return r;
+}
+// Wrapping, as the vector instruction does.
+static inline I16x16 add16(I16x16 a, I16x16 b) {
+    for (int i = 0; i < 16; ++i) a.h[i] = int16_t(uint16_t(a.h[i]) + uint16_t(b.h[i]));
+    return a;
+}
+static inline I32x8 sum_pairs(I16x16 a) {
+    I32x8 r;
+    for (int i = 0; i < 8; ++i) r.w[i] = int32_t(a.h[2 * i]) + a.h[2 * i + 1];
+    return r;
+}
+static inline I32x8 hadd32(I32x8 a, I32x8 b) {
+    I32x8 r;
+    for (int half = 0; half < 2; ++half) {
+        const int o = 4 * half;
+        r.w[o + 0] = a.w[o + 0] + a.w[o + 1];
+        r.w[o + 1] = a.w[o + 2] + a.w[o + 3];
+        r.w[o + 2] = b.w[o + 0] + b.w[o + 1];
+        r.w[o + 3] = b.w[o + 2] + b.w[o + 3];
+    }
+    return r;
+}

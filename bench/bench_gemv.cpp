@@ -1,0 +1,73 @@
+// GEMV speed per weight type, kernel path and thread count, in GB/s of weights read, at the shapes of
+// a 7B model's layers. Each iteration multiplies the next of several copies of the matrix, together
+// larger than the last-level cache, so the figure is the memory-streaming rate decode sees, to set
+// beside `rill bench`'s measured read bandwidth.
+//   build/bin/bench_gemv --benchmark_filter='Q4_0/4096x4096'   (RILL_KERNELS picks the path)
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "runtime/matmul.h"
+
+namespace {
+
+struct Shape {
+    int rows, cols;
+};
+constexpr Shape kShapes[] = {{4096, 4096}, {11008, 4096}, {4096, 11008}, {32000, 4096}};
+constexpr size_t kStreamBytes = size_t(256) << 20;  // 8x the 32 MiB L3 this was tuned on
+
+void BM_gemv(benchmark::State& state, rill::TensorType type, Shape shape, int threads) {
+    using namespace rill;
+    const size_t matrix_bytes = row_bytes(type, size_t(shape.cols)) * size_t(shape.rows);
+    const size_t copies = std::max<size_t>(2, (kStreamBytes + matrix_bytes - 1) / matrix_bytes);
+    std::vector<uint8_t> bytes(matrix_bytes * copies);
+    std::mt19937 rng(1);
+    for (auto& b : bytes) b = uint8_t(rng());
+    // Keep any half-float scale read from the bytes finite: mask exponents in quantized blocks.
+    if (type != TensorType::F32 && type != TensorType::F16 && type != TensorType::BF16)
+        for (auto& b : bytes) b &= 0x3b;
+    if (type == TensorType::F32)
+        for (size_t i = 3; i < bytes.size(); i += 4) bytes[i] &= 0x3f;
+    std::vector<GgufTensor> tensors(copies);
+    std::vector<Weight> weights(copies);
+    for (size_t c = 0; c < copies; ++c) {
+        GgufTensor& t = tensors[c];
+        t.type = type;
+        t.n_dims = 2;
+        t.ne = {uint64_t(shape.cols), uint64_t(shape.rows), 1, 1};
+        t.n_elements = uint64_t(shape.cols) * uint64_t(shape.rows);
+        t.n_bytes = matrix_bytes;
+        t.data = bytes.data() + c * matrix_bytes;
+        weights[c].tensor = &t;
+    }
+    std::vector<float> in(size_t(shape.cols)), out(size_t(shape.rows));
+    std::normal_distribution<float> normal;
+    for (float& x : in) x = normal(rng);
+    MatmulScratch scratch(simd::default_kernel_path(), threads, size_t(shape.cols));
+    size_t next = 0;
+    for (auto _ : state) {
+        matmul(weights[next], in.data(), out.data(), 1, scratch);
+        benchmark::DoNotOptimize(out.data());
+        next = (next + 1) % copies;
+    }
+    state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(matrix_bytes));
+    state.SetLabel(std::string(simd::kernel_path_name(scratch.path)));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    for (const auto& t : rill::all_tensor_types())
+        for (const Shape s : kShapes)
+            for (const int threads : {1, 2}) {
+                const std::string name = "gemv/" + std::string(t.name) + "/" + std::to_string(s.rows) + "x" +
+                                         std::to_string(s.cols) + "/t" + std::to_string(threads);
+                benchmark::RegisterBenchmark(name.c_str(), BM_gemv, t.type, s, threads)->UseRealTime();
+            }
+    benchmark::Initialize(&argc, argv);
+    benchmark::RunSpecifiedBenchmarks();
+    return 0;
+}
