@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "quant/interleave.h"
 #include "runtime/matmul.h"
 
 namespace {
@@ -42,6 +43,11 @@ void BM_gemv(benchmark::State& state, rill::TensorType type, Shape shape, int th
         t.n_bytes = matrix_bytes;
         t.data = bytes.data() + c * matrix_bytes;
         weights[c].tensor = &t;
+        // As the model loader does: eight-row groups for the types with an interleaved kernel.
+        if (can_interleave(type)) {
+            interleave_rows(type, bytes.data() + c * matrix_bytes, size_t(shape.rows), matrix_bytes / size_t(shape.rows));
+            weights[c].interleaved = true;
+        }
     }
     std::vector<float> in(size_t(shape.cols)), out(size_t(shape.rows));
     std::normal_distribution<float> normal;

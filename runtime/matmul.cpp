@@ -12,7 +12,10 @@ namespace {
 
 // Rows a thread multiplies against every token before moving on, so a block of weights is read
 // from memory once and reused from cache for the rest of a prompt's tokens.
-constexpr int kRowsPerStep = 16;
+constexpr int kRowsPerStep = 16;  // a multiple of kInterleave
+// Weights per unit of work handed to a thread: enough to amortise taking it, small enough that
+// a dozen or more units balance two threads.
+constexpr size_t kChunkBytes = size_t(128) << 10;
 
 void reference_matmul(std::span<const MatmulOutput> outputs, const float* in, int n_tokens, bool parallel, MatmulScratch& s) {
     for (const MatmulOutput& o : outputs) {
@@ -60,6 +63,17 @@ void matmul(std::span<const MatmulOutput> outputs, const float* in, int n_tokens
         if (needed[f] && s.act[f].size() < stride[f] * size_t(n_tokens)) s.act[f].resize(stride[f] * size_t(n_tokens));
     }
     const int n_prepare = 3 * n_tokens;
+    s.chunks.clear();
+    for (size_t j = 0; j < outputs.size(); ++j) {
+        const Weight& w = outputs[j].weight;
+        const int rows = w.rows();
+        // About kChunkBytes of weights per chunk, in whole steps of kRowsPerStep rows.
+        const int step = std::max(1, int(kChunkBytes / w.tensor->row_bytes()) / kRowsPerStep) * kRowsPerStep;
+        // Interleaved groups, then the rows after the last group, which keep ggml's layout.
+        const int grouped = w.interleaved ? rows / int(kInterleave) * int(kInterleave) : 0;
+        for (int r = 0; r < grouped; r += step) s.chunks.push_back({uint32_t(j), true, r, std::min(step, grouped - r)});
+        for (int r = grouped; r < rows; r += step) s.chunks.push_back({uint32_t(j), false, r, std::min(step, rows - r)});
+    }
 
 #pragma omp parallel num_threads(s.n_threads) if (parallel)
     {
@@ -69,36 +83,27 @@ void matmul(std::span<const MatmulOutput> outputs, const float* in, int n_tokens
             if (needed[f])
                 kernels.prepare(simd::ActFormat(f), in + size_t(t) * cols, cols, s.act[size_t(f)].data() + size_t(t) * stride[f]);
         }
-        const int team = omp_get_num_threads(), me = omp_get_thread_num();
-        for (const MatmulOutput& o : outputs) {
+        // Chunks go to whichever thread is free: on a shared machine a thread that loses its core
+        // for a moment no longer holds up the other at the barrier. A row's value depends only on
+        // the kernel that computes it, and that is fixed per row, not per thread.
+#pragma omp for schedule(dynamic, 1)
+        for (size_t c = 0; c < s.chunks.size(); ++c) {
+            const RowChunk& chunk = s.chunks[c];
+            const MatmulOutput& o = outputs[chunk.output];
             const Weight& w = o.weight;
-            const int rows = w.rows();
+            const size_t rows = size_t(w.rows()), row_stride = w.tensor->row_bytes();
             const int f = int(simd::act_format(w.type(), s.path));
             const uint8_t* act = s.act[size_t(f)].data();
-            const simd::DotRowsFn dot_rows = kernels.dot_rows(w.type());
-            const size_t row_stride = w.tensor->row_bytes();
-            int first = int(int64_t(rows) * me / team), last = int(int64_t(rows) * (me + 1) / team);
-            if (w.interleaved) {
-                // Whole groups of eight per thread; the rows after the last group, in ggml's layout,
-                // always go to the last thread, so each row meets the same kernel for any team size.
-                const simd::DotGroupsFn dot_groups = kernels.dot_groups(w.type());
-                const int groups = rows / int(kInterleave);
-                const int g_first = int(int64_t(groups) * me / team), g_last = int(int64_t(groups) * (me + 1) / team);
-                const size_t group_bytes = kInterleave * row_stride;
-                for (int g = g_first; g < g_last; g += kRowsPerStep / int(kInterleave)) {
-                    const int n = std::min(kRowsPerStep / int(kInterleave), g_last - g);
-                    for (int t = 0; t < n_tokens; ++t)
-                        dot_groups(w.tensor->data + size_t(g) * group_bytes, size_t(n), cols, act + size_t(t) * stride[f],
-                                   o.out + size_t(t) * size_t(rows) + size_t(g) * kInterleave);
+            for (int r = chunk.first; r < chunk.first + chunk.count; r += kRowsPerStep) {
+                const int n = std::min(kRowsPerStep, chunk.first + chunk.count - r);
+                for (int t = 0; t < n_tokens; ++t) {
+                    float* out = o.out + size_t(t) * rows + size_t(r);
+                    const uint8_t* x = act + size_t(t) * stride[f];
+                    if (chunk.grouped)
+                        kernels.dot_groups(w.type())(w.tensor->data + size_t(r) * row_stride, size_t(n) / kInterleave, cols, x, out);
+                    else
+                        kernels.dot_rows(w.type())(w.row(r), row_stride, size_t(n), cols, x, out);
                 }
-                first = me == team - 1 ? groups * int(kInterleave) : rows;
-                last = rows;
-            }
-            for (int r = first; r < last; r += kRowsPerStep) {
-                const int n = std::min(kRowsPerStep, last - r);
-                for (int t = 0; t < n_tokens; ++t)
-                    dot_rows(w.row(r), row_stride, size_t(n), cols, act + size_t(t) * stride[f],
-                             o.out + size_t(t) * size_t(rows) + size_t(r));
             }
         }
     }

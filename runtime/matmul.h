@@ -14,6 +14,13 @@ namespace rill {
 // costs more than it saves, and on a loaded machine a descheduled team member stalls everyone.
 inline constexpr size_t kMinParallelWork = size_t(1) << 18;
 
+// Rows [first, first + count) of one output, interleaved groups or ggml-layout rows.
+struct RowChunk {
+    uint32_t output;
+    bool grouped;
+    int first, count;
+};
+
 // Buffers reused across calls, so decoding allocates nothing per token.
 struct MatmulScratch {
     simd::KernelPath path = simd::KernelPath::Reference;
@@ -21,6 +28,7 @@ struct MatmulScratch {
     std::vector<std::vector<float>> rows;        // reference path: one dequantized weight row per thread
     std::vector<std::vector<uint8_t>> row_bytes;  // reference path: an interleaved row put back in order
     std::vector<uint8_t> act[3];           // prepared activations, [tokens][bytes], per ActFormat
+    std::vector<RowChunk> chunks;          // this call's units of work; keeps its capacity
 
     MatmulScratch() = default;
     MatmulScratch(simd::KernelPath path, int n_threads, size_t widest_row);

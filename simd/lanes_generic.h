@@ -196,3 +196,4 @@ static inline I32x8 hadd32(I32x8 a, I32x8 b) {
     }
     return r;
 }
+static inline void prefetch(const void* p) { __builtin_prefetch(p); }
