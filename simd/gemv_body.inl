@@ -132,33 +132,32 @@ static inline I8x32 move_bit(I8x32 v, int bit, int to) {
     return bit <= to ? shl_and(v, to - bit, mask) : shr_and(v, bit - to, mask);
 }
 
+// Q4_K/Q5_K's eight 6-bit scales and mins, unpacked from 12 bytes four at a time.
+static inline void unpack_k4_scales(const uint8_t* packed, uint8_t scales[8], uint8_t mins[8]) {
+    uint32_t w[3];
+    std::memcpy(w, packed, 12);
+    const uint32_t s[2] = {w[0] & 0x3f3f3f3fu, (w[2] & 0x0f0f0f0fu) | (((w[0] >> 6) & 0x03030303u) << 4)};
+    const uint32_t m[2] = {w[1] & 0x3f3f3f3fu, ((w[2] >> 4) & 0x0f0f0f0fu) | (((w[1] >> 6) & 0x03030303u) << 4)};
+    std::memcpy(scales, s, 8);
+    std::memcpy(mins, m, 8);
+}
+
 static float dot_row_q4_k(const uint8_t* w, size_t n, const uint8_t* act) {
     const Act256 a = act256(act, n);
     float total = 0;
     for (size_t b = 0; b < n / 256; ++b) {
         const uint8_t* blk = w + b * 144;
         prefetch_ahead(blk, 144);
-        const uint8_t* packed = blk + 4;
         const int8_t* x = a.q + 256 * b;
-        int16_t scale[8];
-        int32_t min_sum = 0;
-        for (int j = 0; j < 8; ++j) {
-            int sc, m;
-            if (j < 4) {
-                sc = packed[j] & 63;
-                m = packed[j + 4] & 63;
-            } else {
-                sc = (packed[j + 4] & 0x0f) | ((packed[j - 4] >> 6) << 4);
-                m = (packed[j + 4] >> 4) | ((packed[j] >> 6) << 4);
-            }
-            scale[j] = int16_t(sc);
-            min_sum += m * (a.sums[16 * b + 2 * size_t(j)] + a.sums[16 * b + 2 * size_t(j) + 1]);
-        }
+        uint8_t scale[8], min[8];
+        unpack_k4_scales(blk + 4, scale, min);
+        const int32_t min_sum = dot_u8x8_pairs(min, a.sums + 16 * b);
+        const I16x16 scales = widen_u8x8(scale);
         I32x8 sum = zero32();
         for (int i = 0; i < 4; ++i) {
             const I8x32 bytes = load_bytes(blk + 16 + 32 * i);
-            sum = add32(sum, madd16(mul_u8s8(and_bytes(bytes, 0x0f), load_bytes(x + 64 * i)), splat16(scale[2 * i])));
-            sum = add32(sum, madd16(mul_u8s8(shr_and(bytes, 4, 0x0f), load_bytes(x + 64 * i + 32)), splat16(scale[2 * i + 1])));
+            sum = add32(sum, madd16(mul_u8s8(and_bytes(bytes, 0x0f), load_bytes(x + 64 * i)), pick16(scales, 2 * i, 2 * i)));
+            sum = add32(sum, madd16(mul_u8s8(shr_and(bytes, 4, 0x0f), load_bytes(x + 64 * i + 32)), pick16(scales, 2 * i + 1, 2 * i + 1)));
         }
         const float dx = a.d[b];
         total += half_to_float(read_u16(blk)) * dx * float(hsum32(sum)) - half_to_float(read_u16(blk + 2)) * dx * float(min_sum);
@@ -172,30 +171,19 @@ static float dot_row_q5_k(const uint8_t* w, size_t n, const uint8_t* act) {
     for (size_t b = 0; b < n / 256; ++b) {
         const uint8_t* blk = w + b * 176;
         prefetch_ahead(blk, 176);
-        const uint8_t* packed = blk + 4;
         const int8_t* x = a.q + 256 * b;
-        int16_t scale[8];
-        int32_t min_sum = 0;
-        for (int j = 0; j < 8; ++j) {
-            int sc, m;
-            if (j < 4) {
-                sc = packed[j] & 63;
-                m = packed[j + 4] & 63;
-            } else {
-                sc = (packed[j + 4] & 0x0f) | ((packed[j - 4] >> 6) << 4);
-                m = (packed[j + 4] >> 4) | ((packed[j] >> 6) << 4);
-            }
-            scale[j] = int16_t(sc);
-            min_sum += m * (a.sums[16 * b + 2 * size_t(j)] + a.sums[16 * b + 2 * size_t(j) + 1]);
-        }
+        uint8_t scale[8], min[8];
+        unpack_k4_scales(blk + 4, scale, min);
+        const int32_t min_sum = dot_u8x8_pairs(min, a.sums + 16 * b);
+        const I16x16 scales = widen_u8x8(scale);
         const I8x32 high = load_bytes(blk + 16);
         I32x8 sum = zero32();
         for (int i = 0; i < 4; ++i) {
             const I8x32 bytes = load_bytes(blk + 48 + 32 * i);
             const I8x32 lo = or_bytes(and_bytes(bytes, 0x0f), move_bit(high, 2 * i, 4));
             const I8x32 hi = or_bytes(shr_and(bytes, 4, 0x0f), move_bit(high, 2 * i + 1, 4));
-            sum = add32(sum, madd16(mul_u8s8(lo, load_bytes(x + 64 * i)), splat16(scale[2 * i])));
-            sum = add32(sum, madd16(mul_u8s8(hi, load_bytes(x + 64 * i + 32)), splat16(scale[2 * i + 1])));
+            sum = add32(sum, madd16(mul_u8s8(lo, load_bytes(x + 64 * i)), pick16(scales, 2 * i, 2 * i)));
+            sum = add32(sum, madd16(mul_u8s8(hi, load_bytes(x + 64 * i + 32)), pick16(scales, 2 * i + 1, 2 * i + 1)));
         }
         const float dx = a.d[b];
         total += half_to_float(read_u16(blk)) * dx * float(hsum32(sum)) - half_to_float(read_u16(blk + 2)) * dx * float(min_sum);
@@ -210,8 +198,7 @@ static float dot_row_q6_k(const uint8_t* w, size_t n, const uint8_t* act) {
         const uint8_t* blk = w + b * 210;
         prefetch_ahead(blk, 210);
         const int8_t* scales = reinterpret_cast<const int8_t*>(blk + 192);
-        int32_t offset_sum = 0;  // the quants are stored +32
-        for (int j = 0; j < 16; ++j) offset_sum += scales[j] * a.sums[16 * b + size_t(j)];
+        const int32_t offset_sum = dot_i8x16(scales, a.sums + 16 * b);  // the quants are stored +32
         I32x8 sum = zero32();
         for (int h = 0; h < 2; ++h) {
             const uint8_t* ql = blk + 64 * h;
@@ -221,10 +208,10 @@ static float dot_row_q6_k(const uint8_t* w, size_t n, const uint8_t* act) {
                                 or_bytes(and_bytes(l1, 0x0f), shl_and(high, 2, 0x30)),
                                 or_bytes(shr_and(l0, 4, 0x0f), and_bytes(high, 0x30)),
                                 or_bytes(shr_and(l1, 4, 0x0f), shr_and(high, 2, 0x30))};
-            const int8_t* sc = scales + 8 * h;
+            const I16x16 sc = widen_i8x8(scales + 8 * h);
             const int8_t* x = a.q + 256 * b + 128 * size_t(h);
             for (int k = 0; k < 4; ++k)
-                sum = add32(sum, madd16(mul_u8s8(u[k], load_bytes(x + 32 * k)), splat16x2(sc[2 * k], sc[2 * k + 1])));
+                sum = add32(sum, madd16(mul_u8s8(u[k], load_bytes(x + 32 * k)), pick16(sc, 2 * k, 2 * k + 1)));
         }
         total += half_to_float(read_u16(blk + 208)) * a.d[b] * float(hsum32(sum) - 32 * offset_sum);
     }
@@ -238,22 +225,22 @@ static float dot_row_q3_k(const uint8_t* w, size_t n, const uint8_t* act) {
         const uint8_t* blk = w + b * 110;
         prefetch_ahead(blk, 110);
         const uint8_t* packed = blk + 96;
-        int16_t scale[16];
-        int32_t offset_sum = 0;  // a clear high bit means -4
+        int8_t scale[16];
         for (int j = 0; j < 16; ++j) {
             const int low = j < 8 ? packed[j] & 0x0f : packed[j - 8] >> 4;
             const int high = (packed[8 + j % 4] >> (2 * (j / 4))) & 3;
-            scale[j] = int16_t((low | (high << 4)) - 32);
-            offset_sum += scale[j] * a.sums[16 * b + size_t(j)];
+            scale[j] = int8_t((low | (high << 4)) - 32);
         }
+        const int32_t offset_sum = dot_i8x16(scale, a.sums + 16 * b);  // a clear high bit means -4
         const I8x32 hmask = load_bytes(blk);
         I32x8 sum = zero32();
         for (int h = 0; h < 2; ++h) {
             const I8x32 bytes = load_bytes(blk + 32 + 32 * h);
+            const I16x16 sc = widen_i8x8(scale + 8 * h);
             for (int j = 0; j < 4; ++j) {
                 const I8x32 u = or_bytes(shr_and(bytes, 2 * j, 3), move_bit(hmask, 4 * h + j, 2));
                 const int8_t* x = a.q + 256 * b + 128 * size_t(h) + 32 * size_t(j);
-                sum = add32(sum, madd16(mul_u8s8(u, load_bytes(x)), splat16x2(scale[8 * h + 2 * j], scale[8 * h + 2 * j + 1])));
+                sum = add32(sum, madd16(mul_u8s8(u, load_bytes(x)), pick16(sc, 2 * j, 2 * j + 1)));
             }
         }
         total += half_to_float(read_u16(blk + 108)) * a.d[b] * float(hsum32(sum) - 4 * offset_sum);
@@ -267,16 +254,19 @@ static float dot_row_q2_k(const uint8_t* w, size_t n, const uint8_t* act) {
     for (size_t b = 0; b < n / 256; ++b) {
         const uint8_t* blk = w + b * 84;
         prefetch_ahead(blk, 84);
-        int32_t min_sum = 0;
-        for (int j = 0; j < 16; ++j) min_sum += (blk[j] >> 4) * a.sums[16 * b + size_t(j)];
+        int8_t scale[16], min[16];
+        for (int j = 0; j < 16; ++j) {
+            scale[j] = int8_t(blk[j] & 0x0f);
+            min[j] = int8_t(blk[j] >> 4);
+        }
+        const int32_t min_sum = dot_i8x16(min, a.sums + 16 * b);
         I32x8 sum = zero32();
         for (int h = 0; h < 2; ++h) {
             const I8x32 bytes = load_bytes(blk + 16 + 32 * h);
+            const I16x16 sc = widen_i8x8(scale + 8 * h);
             for (int j = 0; j < 4; ++j) {
                 const int8_t* x = a.q + 256 * b + 128 * size_t(h) + 32 * size_t(j);
-                const int sub = 8 * h + 2 * j;
-                sum = add32(sum, madd16(mul_u8s8(shr_and(bytes, 2 * j, 3), load_bytes(x)),
-                                        splat16x2(int16_t(blk[sub] & 0x0f), int16_t(blk[sub + 1] & 0x0f))));
+                sum = add32(sum, madd16(mul_u8s8(shr_and(bytes, 2 * j, 3), load_bytes(x)), pick16(sc, 2 * j, 2 * j + 1)));
             }
         }
         const float dx = a.d[b];

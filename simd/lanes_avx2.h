@@ -134,3 +134,26 @@ static inline I32x8 sum_pairs(I16x16 a) { return {_mm256_madd_epi16(a.v, _mm256_
 static inline I32x8 hadd32(I32x8 a, I32x8 b) { return {_mm256_hadd_epi32(a.v, b.v)}; }
 // A hint to start loading a cache line that will be read soon.
 static inline void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
+// Eight bytes as int16, the same eight in both halves (for pick16).
+static inline I16x16 widen_u8x8(const uint8_t* p) {
+    return {_mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))))};
+}
+static inline I16x16 widen_i8x8(const int8_t* p) {
+    return {_mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))))};
+}
+// Lanes 0..7 take lane lo of v's low half, lanes 8..15 lane hi of its high half.
+static inline I16x16 pick16(I16x16 v, int lo, int hi) {
+    const __m256i index = _mm256_set_m128i(_mm_set1_epi16(int16_t(0x0100 + 0x0202 * hi)), _mm_set1_epi16(int16_t(0x0100 + 0x0202 * lo)));
+    return {_mm256_shuffle_epi8(v.v, index)};
+}
+// sum over j < 8 of u[j] * (s[2j] + s[2j+1])
+static inline int32_t dot_u8x8_pairs(const uint8_t* u, const int16_t* s) {
+    const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(u));
+    const __m256i twice = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(bytes, bytes));
+    return hsum32({_mm256_madd_epi16(twice, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s)))});
+}
+// sum over j < 16 of c[j] * s[j]
+static inline int32_t dot_i8x16(const int8_t* c, const int16_t* s) {
+    const __m256i wide = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(c)));
+    return hsum32({_mm256_madd_epi16(wide, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s)))});
+}

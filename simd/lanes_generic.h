@@ -197,3 +197,28 @@ static inline I32x8 hadd32(I32x8 a, I32x8 b) {
     return r;
 }
 static inline void prefetch(const void* p) { __builtin_prefetch(p); }
+static inline I16x16 widen_u8x8(const uint8_t* p) {
+    I16x16 r;
+    for (int i = 0; i < 16; ++i) r.h[i] = p[i % 8];
+    return r;
+}
+static inline I16x16 widen_i8x8(const int8_t* p) {
+    I16x16 r;
+    for (int i = 0; i < 16; ++i) r.h[i] = p[i % 8];
+    return r;
+}
+static inline I16x16 pick16(I16x16 v, int lo, int hi) {
+    I16x16 r;
+    for (int i = 0; i < 16; ++i) r.h[i] = i < 8 ? v.h[lo] : v.h[8 + hi];
+    return r;
+}
+static inline int32_t dot_u8x8_pairs(const uint8_t* u, const int16_t* s) {
+    int32_t sum = 0;
+    for (int j = 0; j < 8; ++j) sum += int32_t(u[j]) * (int32_t(s[2 * j]) + s[2 * j + 1]);
+    return sum;
+}
+static inline int32_t dot_i8x16(const int8_t* c, const int16_t* s) {
+    int32_t sum = 0;
+    for (int j = 0; j < 16; ++j) sum += int32_t(c[j]) * s[j];
+    return sum;
+}
