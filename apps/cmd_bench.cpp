@@ -24,6 +24,7 @@
 #include "runtime/error.h"
 #include "runtime/quant_mix.h"
 #include "runtime/session.h"
+#include "simd/gemv.h"
 
 namespace rill::cli {
 namespace {
@@ -419,6 +420,7 @@ ordered_json row_json(const ModelSummary& model, const RowResult& row, bool with
     j["model_size"] = model.size;
     j["model_n_params"] = model.n_params;
     j["n_threads"] = row.n_threads;
+    j["kernels"] = std::string(simd::kernel_path_name(simd::default_kernel_path()));
     j["n_prompt"] = row.test.n_prompt;
     j["n_gen"] = row.test.n_gen;
     j["avg_ns"] = uint64_t(std::llround(mean(ns)));
@@ -527,7 +529,8 @@ void print_markdown(const ModelSummary& model, const std::vector<RowResult>& row
         bandwidths += (bandwidths.empty() ? "" : ", ") + format("%.2f GB/s", row.bandwidth_gbps) + " at " +
                       std::to_string(row.n_threads) + (row.n_threads == 1 ? " thread" : " threads");
     }
-    std::printf("\nmeasured read bandwidth %s | load %.1f ms | peak RSS %.1f MB%s\n", bandwidths.c_str(), model.load_ms, peak,
+    std::printf("\nmeasured read bandwidth %s | kernels %s | load %.1f ms | peak RSS %.1f MB%s\n", bandwidths.c_str(),
+                std::string(simd::kernel_path_name(simd::default_kernel_path())).c_str(), model.load_ms, peak,
                 peak_rss_reset ? "" : " (includes the 512 MiB bandwidth probe)");
 }
 

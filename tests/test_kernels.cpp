@@ -8,8 +8,10 @@
 #include <random>
 #include <vector>
 
+#include "quant/interleave.h"
 #include "quant/quantize.h"
 #include "quant/tensor_type.h"
+#include "runtime/matmul.h"
 #include "simd/gemv.h"
 
 using namespace rill;
@@ -147,6 +149,73 @@ TEST_CASE("a row's result does not depend on how many rows one call covers", "[k
             kernels.dot_rows(type)(weights.data(), stride, rows, cols, act.data(), all.data());
             for (size_t r = 0; r < rows; ++r) kernels.dot_rows(type)(weights.data() + r * stride, stride, 1, cols, act.data(), &one[r]);
             CHECK(std::memcmp(all.data(), one.data(), rows * sizeof(float)) == 0);
+        }
+    }
+}
+
+TEST_CASE("interleaving rows and reading one back restores it byte for byte", "[kernels][interleave]") {
+    for (const TensorType type : {TensorType::Q4_0, TensorType::Q8_0}) {
+        INFO(traits(type).name);
+        const size_t cols = 512, rows = 19, stride = row_bytes(type, cols);  // two groups and three rows more
+        std::vector<uint8_t> plain(stride * rows);
+        for (size_t r = 0; r < rows; ++r) quantize_row(type, random_floats(cols, uint32_t(r)).data(), plain.data() + r * stride, cols);
+        std::vector<uint8_t> interleaved = plain;
+        interleave_rows(type, interleaved.data(), rows, stride);
+        CHECK(interleaved != plain);
+        CHECK(std::equal(plain.begin() + 16 * long(stride), plain.end(), interleaved.begin() + 16 * long(stride)));
+        std::vector<uint8_t> row(stride);
+        for (size_t r = 0; r < 16; ++r) {
+            plain_row(type, interleaved.data(), r, stride, row.data());
+            CHECK(std::equal(row.begin(), row.end(), plain.begin() + long(r * stride)));
+        }
+    }
+}
+
+// A weight of 563 rows: 70 interleaved groups of eight, then three rows in ggml's layout, which
+// matmul hands to the row kernel; big enough that two threads really split it. Every row must equal
+// exact arithmetic, with one thread or two.
+TEST_CASE("matmul over an interleaved weight equals exact arithmetic for every row, with any thread count", "[kernels][interleave]") {
+    const size_t cols = 512, rows = 563;
+    REQUIRE(rows * cols >= kMinParallelWork);
+    for (const simd::KernelPath path : integer_paths()) {
+        for (const TensorType type : {TensorType::Q4_0, TensorType::Q8_0}) {
+            INFO(simd::kernel_path_name(path) << " " << traits(type).name);
+            const size_t stride = row_bytes(type, cols);
+            std::vector<uint8_t> bytes(stride * rows);
+            std::vector<float> dequantized(cols * rows);
+            for (size_t r = 0; r < rows; ++r) {
+                quantize_row(type, random_floats(cols, uint32_t(50 + r)).data(), bytes.data() + r * stride, cols);
+                dequantize_row(type, bytes.data() + r * stride, dequantized.data() + r * cols, cols);
+            }
+            interleave_rows(type, bytes.data(), rows, stride);
+            GgufTensor tensor;
+            tensor.type = type;
+            tensor.n_dims = 2;
+            tensor.ne = {cols, rows, 1, 1};
+            tensor.n_elements = cols * rows;
+            tensor.n_bytes = bytes.size();
+            tensor.data = bytes.data();
+            Weight weight;
+            weight.tensor = &tensor;
+            weight.interleaved = true;
+            const auto x = random_floats(cols, 11);
+            std::vector<uint8_t> act(simd::act_bytes(ActFormat::Q8x32, cols));
+            simd::gemv_kernels(path).prepare(ActFormat::Q8x32, x.data(), cols, act.data());
+            const auto xv = prepared_values(ActFormat::Q8x32, act, cols);
+            std::vector<float> one(rows), two(rows);
+            MatmulScratch single(path, 1, cols), pair(path, 2, cols);
+            matmul(weight, x.data(), one.data(), 1, single);
+            matmul(weight, x.data(), two.data(), 1, pair);
+            CHECK(std::memcmp(one.data(), two.data(), rows * sizeof(float)) == 0);
+            for (size_t r = 0; r < rows; ++r) {
+                double exact = 0, magnitude = 0;
+                for (size_t i = 0; i < cols; ++i) {
+                    exact += double(dequantized[r * cols + i]) * xv[i];
+                    magnitude += std::abs(double(dequantized[r * cols + i]) * xv[i]);
+                }
+                INFO("row " << r);
+                CHECK(std::abs(one[r] - exact) <= 1e-5 * magnitude);
+            }
         }
     }
 }
