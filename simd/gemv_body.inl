@@ -136,15 +136,17 @@ static inline I8x32 move_bit(I8x32 v, int bit, int to) {
 static inline void unpack_k4_scales(const uint8_t* packed, uint8_t scales[8], uint8_t mins[8]) {
     uint32_t w[3];
     std::memcpy(w, packed, 12);
-    const uint32_t s[2] = {w[0] & 0x3f3f3f3fu, (w[2] & 0x0f0f0f0fu) | (((w[0] >> 6) & 0x03030303u) << 4)};
-    const uint32_t m[2] = {w[1] & 0x3f3f3f3fu, ((w[2] >> 4) & 0x0f0f0f0fu) | (((w[1] >> 6) & 0x03030303u) << 4)};
-    std::memcpy(scales, s, 8);
-    std::memcpy(mins, m, 8);
+    // One 64-bit store each, so the 8-byte loads that read them back are store-forwarded.
+    const uint64_t s = uint64_t(w[0] & 0x3f3f3f3fu) | uint64_t((w[2] & 0x0f0f0f0fu) | (((w[0] >> 6) & 0x03030303u) << 4)) << 32;
+    const uint64_t m = uint64_t(w[1] & 0x3f3f3f3fu) | uint64_t(((w[2] >> 4) & 0x0f0f0f0fu) | (((w[1] >> 6) & 0x03030303u) << 4)) << 32;
+    std::memcpy(scales, &s, 8);
+    std::memcpy(mins, &m, 8);
 }
 
 static float dot_row_q4_k(const uint8_t* w, size_t n, const uint8_t* act) {
     const Act256 a = act256(act, n);
-    float total = 0;
+    F32x8 acc = zero_f();
+    float mins = 0;
     for (size_t b = 0; b < n / 256; ++b) {
         const uint8_t* blk = w + b * 144;
         prefetch_ahead(blk, 144);
@@ -160,14 +162,16 @@ static float dot_row_q4_k(const uint8_t* w, size_t n, const uint8_t* act) {
             sum = add32(sum, madd16(mul_u8s8(shr_and(bytes, 4, 0x0f), load_bytes(x + 64 * i + 32)), pick16(scales, 2 * i + 1, 2 * i + 1)));
         }
         const float dx = a.d[b];
-        total += half_to_float(read_u16(blk)) * dx * float(hsum32(sum)) - half_to_float(read_u16(blk + 2)) * dx * float(min_sum);
+        acc = fma_f(to_f32(sum), splat_f(half_to_float(read_u16(blk)) * dx), acc);
+        mins += half_to_float(read_u16(blk + 2)) * dx * float(min_sum);
     }
-    return total;
+    return hsum_f(acc) - mins;
 }
 
 static float dot_row_q5_k(const uint8_t* w, size_t n, const uint8_t* act) {
     const Act256 a = act256(act, n);
-    float total = 0;
+    F32x8 acc = zero_f();
+    float mins = 0;
     for (size_t b = 0; b < n / 256; ++b) {
         const uint8_t* blk = w + b * 176;
         prefetch_ahead(blk, 176);
@@ -186,14 +190,16 @@ static float dot_row_q5_k(const uint8_t* w, size_t n, const uint8_t* act) {
             sum = add32(sum, madd16(mul_u8s8(hi, load_bytes(x + 64 * i + 32)), pick16(scales, 2 * i + 1, 2 * i + 1)));
         }
         const float dx = a.d[b];
-        total += half_to_float(read_u16(blk)) * dx * float(hsum32(sum)) - half_to_float(read_u16(blk + 2)) * dx * float(min_sum);
+        acc = fma_f(to_f32(sum), splat_f(half_to_float(read_u16(blk)) * dx), acc);
+        mins += half_to_float(read_u16(blk + 2)) * dx * float(min_sum);
     }
-    return total;
+    return hsum_f(acc) - mins;
 }
 
 static float dot_row_q6_k(const uint8_t* w, size_t n, const uint8_t* act) {
     const Act256 a = act256(act, n);
-    float total = 0;
+    F32x8 acc = zero_f();
+    float offsets = 0;
     for (size_t b = 0; b < n / 256; ++b) {
         const uint8_t* blk = w + b * 210;
         prefetch_ahead(blk, 210);
@@ -213,25 +219,43 @@ static float dot_row_q6_k(const uint8_t* w, size_t n, const uint8_t* act) {
             for (int k = 0; k < 4; ++k)
                 sum = add32(sum, madd16(mul_u8s8(u[k], load_bytes(x + 32 * k)), pick16(sc, 2 * k, 2 * k + 1)));
         }
-        total += half_to_float(read_u16(blk + 208)) * a.d[b] * float(hsum32(sum) - 32 * offset_sum);
+        // The +32 offset comes off as a scalar: the vector sum holds the quants as stored.
+        acc = fma_f(to_f32(sum), splat_f(half_to_float(read_u16(blk + 208)) * a.d[b]), acc);
+        offsets += half_to_float(read_u16(blk + 208)) * a.d[b] * float(32 * offset_sum);
     }
-    return total;
+    return hsum_f(acc) - offsets;
+}
+
+// Q3_K's sixteen 6-bit scales, minus 32, unpacked eight bytes at a time: low 4 bits from bytes
+// 0-7 (two per byte), high 2 bits from bytes 8-11 (four per byte). Whole 64-bit stores, so the
+// vector loads that read them back are forwarded from the store buffer.
+static inline void unpack_q3_k_scales(const uint8_t* packed, int8_t scales[16]) {
+    uint64_t low;
+    uint32_t high;
+    std::memcpy(&low, packed, 8);
+    std::memcpy(&high, packed + 8, 4);
+    const uint64_t h = uint64_t(high);
+    const uint64_t mask4 = 0x0f0f0f0f0f0f0f0full, mask2 = 0x0303030303030303ull;
+    const uint64_t high_first = (h & 0x03030303u) | (((h >> 2) & 0x03030303u) << 32);
+    const uint64_t high_second = ((h >> 4) & 0x03030303u) | (((h >> 6) & 0x03030303u) << 32);
+    uint64_t words[2] = {(low & mask4) | ((high_first & mask2) << 4), ((low >> 4) & mask4) | ((high_second & mask2) << 4)};
+    // Subtract 32 from every byte without borrows between bytes (each byte is below 64).
+    for (uint64_t& w : words) w = ((w | 0x8080808080808080ull) - 0x2020202020202020ull) ^ 0x8080808080808080ull;
+    std::memcpy(scales, &words[0], 8);
+    std::memcpy(scales + 8, &words[1], 8);
 }
 
 static float dot_row_q3_k(const uint8_t* w, size_t n, const uint8_t* act) {
     const Act256 a = act256(act, n);
-    float total = 0;
+    F32x8 acc = zero_f();
+    float offsets = 0;
     for (size_t b = 0; b < n / 256; ++b) {
         const uint8_t* blk = w + b * 110;
         prefetch_ahead(blk, 110);
         const uint8_t* packed = blk + 96;
         int8_t scale[16];
-        for (int j = 0; j < 16; ++j) {
-            const int low = j < 8 ? packed[j] & 0x0f : packed[j - 8] >> 4;
-            const int high = (packed[8 + j % 4] >> (2 * (j / 4))) & 3;
-            scale[j] = int8_t((low | (high << 4)) - 32);
-        }
-        const int32_t offset_sum = dot_i8x16(scale, a.sums + 16 * b);  // a clear high bit means -4
+        unpack_q3_k_scales(packed, scale);
+        const int32_t offset_sum = dot_i8x8x2(scale, scale + 8, a.sums + 16 * b);  // a clear high bit means -4
         const I8x32 hmask = load_bytes(blk);
         I32x8 sum = zero32();
         for (int h = 0; h < 2; ++h) {
@@ -243,42 +267,41 @@ static float dot_row_q3_k(const uint8_t* w, size_t n, const uint8_t* act) {
                 sum = add32(sum, madd16(mul_u8s8(u, load_bytes(x)), pick16(sc, 2 * j, 2 * j + 1)));
             }
         }
-        total += half_to_float(read_u16(blk + 108)) * a.d[b] * float(hsum32(sum) - 4 * offset_sum);
+        const float step = half_to_float(read_u16(blk + 108)) * a.d[b];
+        acc = fma_f(to_f32(sum), splat_f(step), acc);
+        offsets += step * float(4 * offset_sum);
     }
-    return total;
+    return hsum_f(acc) - offsets;
 }
 
 static float dot_row_q2_k(const uint8_t* w, size_t n, const uint8_t* act) {
     const Act256 a = act256(act, n);
-    float total = 0;
+    F32x8 acc = zero_f();
+    float mins = 0;
     for (size_t b = 0; b < n / 256; ++b) {
         const uint8_t* blk = w + b * 84;
         prefetch_ahead(blk, 84);
-        int8_t scale[16], min[16];
-        for (int j = 0; j < 16; ++j) {
-            scale[j] = int8_t(blk[j] & 0x0f);
-            min[j] = int8_t(blk[j] >> 4);
-        }
-        const int32_t min_sum = dot_i8x16(min, a.sums + 16 * b);
+        const int32_t min_sum = dot_high_nibbles16(blk, a.sums + 16 * b);
         I32x8 sum = zero32();
         for (int h = 0; h < 2; ++h) {
             const I8x32 bytes = load_bytes(blk + 16 + 32 * h);
-            const I16x16 sc = widen_i8x8(scale + 8 * h);
+            const I16x16 sc = widen_low_nibbles8(blk + 8 * h);
             for (int j = 0; j < 4; ++j) {
                 const int8_t* x = a.q + 256 * b + 128 * size_t(h) + 32 * size_t(j);
                 sum = add32(sum, madd16(mul_u8s8(shr_and(bytes, 2 * j, 3), load_bytes(x)), pick16(sc, 2 * j, 2 * j + 1)));
             }
         }
         const float dx = a.d[b];
-        total += half_to_float(read_u16(blk + 80)) * dx * float(hsum32(sum)) - half_to_float(read_u16(blk + 82)) * dx * float(min_sum);
+        acc = fma_f(to_f32(sum), splat_f(half_to_float(read_u16(blk + 80)) * dx), acc);
+        mins += half_to_float(read_u16(blk + 82)) * dx * float(min_sum);
     }
-    return total;
+    return hsum_f(acc) - mins;
 }
 
 static float dot_row_iq4_xs(const uint8_t* w, size_t n, const uint8_t* act) {
     const Act256 a = act256(act, n);
     const I8x32 table = load_table16(kIQ4Levels);
-    float total = 0;
+    F32x8 acc = zero_f();
     for (size_t b = 0; b < n / 256; ++b) {
         const uint8_t* blk = w + b * 136;
         prefetch_ahead(blk, 136);
@@ -291,9 +314,9 @@ static float dot_row_iq4_xs(const uint8_t* w, size_t n, const uint8_t* act) {
             const I8x32 x = load_bytes(a.q + 256 * b + 32 * size_t(sub));
             sum = add32(sum, madd16(mul_u8s8(abs_bytes(v), apply_sign(x, v)), splat16(int16_t((low | (high << 4)) - 32))));
         }
-        total += half_to_float(read_u16(blk)) * a.d[b] * float(hsum32(sum));
+        acc = fma_f(to_f32(sum), splat_f(half_to_float(read_u16(blk)) * a.d[b]), acc);
     }
-    return total;
+    return hsum_f(acc);
 }
 
 // ---- Eight interleaved rows (quant/interleave.h) -------------------------------------------------

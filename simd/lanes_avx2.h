@@ -157,3 +157,20 @@ static inline int32_t dot_i8x16(const int8_t* c, const int16_t* s) {
     const __m256i wide = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(c)));
     return hsum32({_mm256_madd_epi16(wide, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s)))});
 }
+// sum over j < 16 of c[j] * s[j], c given as two runs of eight bytes
+static inline int32_t dot_i8x8x2(const int8_t* lo, const int8_t* hi, const int16_t* s) {
+    const __m128i bytes = _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(lo)),
+                                             _mm_loadl_epi64(reinterpret_cast<const __m128i*>(hi)));
+    const __m256i wide = _mm256_cvtepi8_epi16(bytes);
+    return hsum32({_mm256_madd_epi16(wide, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s)))});
+}
+// sum over j < 16 of (p[j] >> 4) * s[j]
+static inline int32_t dot_high_nibbles16(const uint8_t* p, const int16_t* s) {
+    const __m128i high = _mm_and_si128(_mm_srli_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)), 4), _mm_set1_epi8(0x0f));
+    return hsum32({_mm256_madd_epi16(_mm256_cvtepu8_epi16(high), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s)))});
+}
+// The low nibbles of eight bytes as int16, in both halves (for pick16).
+static inline I16x16 widen_low_nibbles8(const uint8_t* p) {
+    const __m128i low = _mm_and_si128(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)), _mm_set1_epi8(0x0f));
+    return {_mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(low))};
+}

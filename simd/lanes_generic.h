@@ -222,3 +222,18 @@ static inline int32_t dot_i8x16(const int8_t* c, const int16_t* s) {
     for (int j = 0; j < 16; ++j) sum += int32_t(c[j]) * s[j];
     return sum;
 }
+static inline int32_t dot_i8x8x2(const int8_t* lo, const int8_t* hi, const int16_t* s) {
+    int32_t sum = 0;
+    for (int j = 0; j < 8; ++j) sum += int32_t(lo[j]) * s[j] + int32_t(hi[j]) * s[8 + j];
+    return sum;
+}
+static inline int32_t dot_high_nibbles16(const uint8_t* p, const int16_t* s) {
+    int32_t sum = 0;
+    for (int j = 0; j < 16; ++j) sum += int32_t(p[j] >> 4) * s[j];
+    return sum;
+}
+static inline I16x16 widen_low_nibbles8(const uint8_t* p) {
+    I16x16 r;
+    for (int i = 0; i < 16; ++i) r.h[i] = int16_t(p[i % 8] & 0x0f);
+    return r;
+}
