@@ -46,7 +46,9 @@ std::string human_bytes(double bytes) {
 }
 
 int info(const InfoFlags& f) {
-    const auto model = load_model(f.model.path, f.model.load_options());
+    LoadOptions options = f.model.load_options();
+    options.interleave = false;  // info only reads metadata and sizes: no point regrouping rows
+    const auto model = load_model(f.model.path, options);
     const Hparams& hp = model->hp;
     struct TypeUse {
         int count = 0;

@@ -5,6 +5,7 @@
 //   build/bin/bench_gemv --benchmark_filter='Q4_0/4096x4096'   (RILL_KERNELS picks the path)
 #include <benchmark/benchmark.h>
 
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -44,7 +45,7 @@ void BM_gemv(benchmark::State& state, rill::TensorType type, Shape shape, int th
         t.data = bytes.data() + c * matrix_bytes;
         weights[c].tensor = &t;
         // As the model loader does: eight-row groups for the types with an interleaved kernel.
-        if (can_interleave(type)) {
+        if (can_interleave(type) && std::getenv("BENCH_PLAIN") == nullptr) {
             interleave_rows(type, bytes.data() + c * matrix_bytes, size_t(shape.rows), matrix_bytes / size_t(shape.rows));
             weights[c].interleaved = true;
         }

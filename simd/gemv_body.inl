@@ -374,6 +374,45 @@ static void dot_groups_q8_0(const uint8_t* groups, size_t n_groups, size_t n, co
     }
 }
 
+// Q4_K: per super-block, eight rows' d then eight rows' dmin (lane order), then each row's packed
+// scales and quants. Per-row work is the same as dot_row_q4_k; what the group saves is the per-row
+// horizontal sums, scale conversions and float arithmetic, done once for eight rows.
+static void dot_groups_q4_k(const uint8_t* groups, size_t n_groups, size_t n, const uint8_t* act, float* out) {
+    const Act256 a = act256(act, n);
+    const size_t nb = n / 256;
+    for (size_t g = 0; g < n_groups; ++g) {
+        const uint8_t* base = groups + g * nb * 1152;
+        F32x8 acc = zero_f(), mins = zero_f();
+        for (size_t b = 0; b < nb; ++b) {
+            const uint8_t* chunk = base + b * 1152;
+            prefetch_ahead(chunk, 1152);
+            const int8_t* x = a.q + 256 * b;
+            I32x8 p[8];
+            alignas(32) int32_t min_sum[8];
+            for (int i = 0; i < 8; ++i) {
+                const uint8_t* row = chunk + 32 + 140 * size_t(kInterleaveLanes[i]);
+                uint8_t scale[8], min[8];
+                unpack_k4_scales(row, scale, min);
+                min_sum[i] = dot_u8x8_pairs(min, a.sums + 16 * b);
+                const I16x16 scales = widen_u8x8(scale);
+                I32x8 sum = zero32();
+                for (int c = 0; c < 4; ++c) {
+                    const I8x32 bytes = load_bytes(row + 12 + 32 * c);
+                    sum = add32(sum, madd16(mul_u8s8(and_bytes(bytes, 0x0f), load_bytes(x + 64 * c)), pick16(scales, 2 * c, 2 * c)));
+                    sum = add32(sum, madd16(mul_u8s8(shr_and(bytes, 4, 0x0f), load_bytes(x + 64 * c + 32)), pick16(scales, 2 * c + 1, 2 * c + 1)));
+                }
+                p[i] = sum;
+            }
+            const F32x8 dx = splat_f(a.d[b]);
+            acc = fma_f(to_f32(hsum8x8(p)), mul_f(load_f16(chunk), dx), acc);
+            mins = fma_f(to_f32(load_i32x8(min_sum)), mul_f(load_f16(chunk + 16), dx), mins);
+        }
+        float lanes[8];
+        store_f32(lanes, add_f(acc, mul_f(mins, splat_f(-1.0f))));
+        for (int i = 0; i < 8; ++i) out[8 * g + size_t(kInterleaveLanes[i])] = lanes[i];
+    }
+}
+
 // ---- Float weights: F32 F16 BF16, float activations ---------------------------------------------
 
 static inline F32x8 load_f32_bytes(const void* p) { return load_f32(static_cast<const float*>(p)); }
@@ -392,8 +431,7 @@ static float dot_row_float(const uint8_t* w, size_t n, const uint8_t* act) {
     F32x8 acc[4] = {zero_f(), zero_f(), zero_f(), zero_f()};
     size_t i = 0;
     for (; i + 32 <= n; i += 32) {
-        prefetch(w + i * kElem + kPrefetchAhead);
-        if constexpr (kElem == 4) prefetch(w + i * kElem + kPrefetchAhead + 64);
+        prefetch_ahead(w + i * kElem, 32 * kElem);
         for (int k = 0; k < 4; ++k) acc[k] = fma_f(Load(w + (i + 8 * size_t(k)) * kElem), load_f32(x + i + 8 * size_t(k)), acc[k]);
     }
     for (; i + 8 <= n; i += 8) acc[0] = fma_f(Load(w + i * kElem), load_f32(x + i), acc[0]);
@@ -424,6 +462,43 @@ static void weighted_sum(const uint8_t* rows, size_t row_stride, size_t n_rows, 
     }
 }
 
+// Two rows at a time share each activation load and keep twice the loads in flight; each row's
+// arithmetic is exactly dot_row_float's, so a row's value does not depend on its neighbour.
+template <size_t kElem, F32x8 (*Load)(const void*), float (*Scalar)(const uint8_t*)>
+static void dot_rows_float(const uint8_t* rows, size_t row_stride, size_t n_rows, size_t n, const uint8_t* act, float* out) {
+    const float* x = reinterpret_cast<const float*>(act);
+    size_t r = 0;
+    for (; r + 2 <= n_rows; r += 2) {
+        const uint8_t* w0 = rows + r * row_stride;
+        const uint8_t* w1 = w0 + row_stride;
+        F32x8 a[4] = {zero_f(), zero_f(), zero_f(), zero_f()}, b[4] = {zero_f(), zero_f(), zero_f(), zero_f()};
+        size_t i = 0;
+        for (; i + 32 <= n; i += 32) {
+            prefetch_ahead(w0 + i * kElem, 32 * kElem);
+            prefetch_ahead(w1 + i * kElem, 32 * kElem);
+            for (int k = 0; k < 4; ++k) {
+                const F32x8 xv = load_f32(x + i + 8 * size_t(k));
+                a[k] = fma_f(Load(w0 + (i + 8 * size_t(k)) * kElem), xv, a[k]);
+                b[k] = fma_f(Load(w1 + (i + 8 * size_t(k)) * kElem), xv, b[k]);
+            }
+        }
+        for (; i + 8 <= n; i += 8) {
+            const F32x8 xv = load_f32(x + i);
+            a[0] = fma_f(Load(w0 + i * kElem), xv, a[0]);
+            b[0] = fma_f(Load(w1 + i * kElem), xv, b[0]);
+        }
+        float t0 = hsum_f(add_f(add_f(a[0], a[1]), add_f(a[2], a[3])));
+        float t1 = hsum_f(add_f(add_f(b[0], b[1]), add_f(b[2], b[3])));
+        for (; i < n; ++i) {
+            t0 += Scalar(w0 + i * kElem) * x[i];
+            t1 += Scalar(w1 + i * kElem) * x[i];
+        }
+        out[r] = t0;
+        out[r + 1] = t1;
+    }
+    for (; r < n_rows; ++r) out[r] = dot_row_float<kElem, Load, Scalar>(rows + r * row_stride, n, act);
+}
+
 template <float (*Row)(const uint8_t*, size_t, const uint8_t*)>
 static void dot_rows(const uint8_t* rows, size_t row_stride, size_t n_rows, size_t cols, const uint8_t* act, float* out) {
     for (size_t r = 0; r < n_rows; ++r) out[r] = Row(rows + r * row_stride, cols, act);
@@ -433,9 +508,9 @@ static const GemvKernels kKernels = {
     kPath,
     quantize_act_q8x32,
     quantize_act_q8x256,
-    dot_rows<dot_row_float<4, load_f32_bytes, scalar_f32>>,
-    dot_rows<dot_row_float<2, load_f16, scalar_f16>>,
-    dot_rows<dot_row_float<2, load_bf16, scalar_bf16>>,
+    dot_rows_float<4, load_f32_bytes, scalar_f32>,
+    dot_rows_float<2, load_f16, scalar_f16>,
+    dot_rows_float<2, load_bf16, scalar_bf16>,
     dot_rows<dot_row_b32<18, Bias::Offset, 8, block_q4_0>>,
     dot_rows<dot_row_b32<20, Bias::Min, 0, block_q4_1>>,
     dot_rows<dot_row_b32<22, Bias::Offset, 16, block_q5_0>>,
@@ -450,6 +525,7 @@ static const GemvKernels kKernels = {
     dot_rows<dot_row_iq4_xs>,
     dot_groups_q4_0,
     dot_groups_q8_0,
+    dot_groups_q4_k,
     weighted_sum<4, load_f32_bytes, scalar_f32>,
     weighted_sum<2, load_f16, scalar_f16>,
 };

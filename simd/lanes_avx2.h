@@ -174,3 +174,4 @@ static inline I16x16 widen_low_nibbles8(const uint8_t* p) {
     const __m128i low = _mm_and_si128(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)), _mm_set1_epi8(0x0f));
     return {_mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(low))};
 }
+static inline I32x8 load_i32x8(const int32_t* p) { return {_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))}; }

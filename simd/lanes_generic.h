@@ -237,3 +237,4 @@ static inline I16x16 widen_low_nibbles8(const uint8_t* p) {
     for (int i = 0; i < 16; ++i) r.h[i] = int16_t(p[i % 8] & 0x0f);
     return r;
 }
+static inline I32x8 load_i32x8(const int32_t* p) { I32x8 r; std::memcpy(r.w, p, 32); return r; }

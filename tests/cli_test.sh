@@ -22,6 +22,22 @@ for n in 200 256; do
   "$rill" run -m "$stories" -p "" -n $n --temp 0 --no-mmap >"$tmp/out$n.txt" 2>"$tmp/err$n.txt"
   if same_text "$tmp/out$n.txt" "$expected/greedy_n$n.txt"; then pass "greedy text n=$n"; else fail "greedy text n=$n"; fi
 done
+# Every kernel path this CPU runs, forced by RILL_KERNELS, gives the same greedy text (stories260K is
+# F32: float activations on every path). An unknown or unsupported path is a one-line error.
+for path in reference generic sse41 avx2 avx512; do
+  RILL_KERNELS=$path "$rill" run -m "$stories" -p "" -n 200 --temp 0 >"$tmp/k.txt" 2>"$tmp/k.err"
+  code=$?
+  if [[ $code == 0 ]]; then
+    same_text "$tmp/k.txt" "$expected/greedy_n200.txt" && pass "greedy text on kernel path $path" || fail "greedy text on kernel path $path"
+  else
+    grep -q "RILL_KERNELS=$path: this CPU cannot run that path" "$tmp/k.err" && pass "kernel path $path refused on this CPU" ||
+      fail "kernel path $path: $(cat "$tmp/k.err")"
+  fi
+done
+RILL_KERNELS=avx9 "$rill" run -m "$stories" -p "" -n 4 >/dev/null 2>"$tmp/k.err"
+[[ $? == 1 ]] && grep -q "unknown kernel path" "$tmp/k.err" && pass "unknown RILL_KERNELS is an error" ||
+  fail "unknown RILL_KERNELS: $(cat "$tmp/k.err")"
+
 grep -q "time to first token" "$tmp/err200.txt" && grep -q "decode" "$tmp/err200.txt" && grep -q "load" "$tmp/err200.txt" &&
   pass "timings on stderr" || fail "timings on stderr"
 
