@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "quant/fp16.h"
@@ -37,6 +38,21 @@ SessionOptions exact_options(int threads = 1) {
     o.kv_type = KvType::F32;  // the references keep keys and values unrounded
     o.kernels = simd::KernelPath::Reference;  // exact dequantization, float activations
     return o;
+}
+
+// A golden model, its reference data, and a session on the given kernel path.
+struct Golden {
+    nlohmann::json data;
+    std::unique_ptr<Model> model;
+    std::unique_ptr<Session> session;
+};
+Golden open_golden(const char* format, simd::KernelPath path) {
+    const std::string base = test::shared_path(std::string("golden/synth-llama-A.") + format);
+    Golden g{nlohmann::json::parse(test::read_text(base + ".golden.json")), load_model(base + ".gguf"), nullptr};
+    SessionOptions options = exact_options(2);
+    options.kernels = path;
+    g.session = std::make_unique<Session>(*g.model, options);
+    return g;
 }
 
 std::vector<int32_t> greedy(Session& session, std::vector<int32_t> prompt, int n) {
@@ -167,13 +183,9 @@ TEST_CASE("on every integer kernel path each golden model stays within 1.25x lla
         if (path == simd::KernelPath::Reference) continue;
         for (const char* format : kGoldenFormats) {
             INFO(simd::kernel_path_name(path) << " " << format);
-            const std::string base = test::shared_path(std::string("golden/synth-llama-A.") + format);
-            const auto golden = nlohmann::json::parse(test::read_text(base + ".golden.json"));
-            const auto model = load_model(base + ".gguf");
-            SessionOptions options = exact_options(2);
-            options.kernels = path;
-            Session session(*model, options);
-            const auto logprobs = log_softmax(session.eval(golden["prompt_tokens"].get<std::vector<int32_t>>()));
+            Golden g = open_golden(format, path);
+            const nlohmann::json& golden = g.data;
+            const auto logprobs = log_softmax(g.session->eval(golden["prompt_tokens"].get<std::vector<int32_t>>()));
             const auto reference = golden["ref_logprobs_last"].get<std::vector<double>>();
             const auto llama = golden["llamacpp_logprobs_last"].get<std::vector<double>>();
             double ours = 0, theirs = 0;
@@ -192,15 +204,11 @@ TEST_CASE("every golden model's greedy tokens follow the reference until its mar
     for (const simd::KernelPath path : simd::supported_kernel_paths())
     for (const char* format : kGoldenFormats) {
         INFO(simd::kernel_path_name(path) << " " << format);
-        const std::string base = test::shared_path(std::string("golden/synth-llama-A.") + format);
-        const auto golden = nlohmann::json::parse(test::read_text(base + ".golden.json"));
-        const auto model = load_model(base + ".gguf");
-        SessionOptions options = exact_options(2);
-        options.kernels = path;
-        Session session(*model, options);
+        Golden g = open_golden(format, path);
+        const nlohmann::json& golden = g.data;
         const auto ref = golden["ref_greedy"].get<std::vector<int32_t>>();
         const auto margins = golden["ref_greedy_step_margins"].get<std::vector<double>>();
-        const auto ours = greedy(session, golden["prompt_tokens"].get<std::vector<int32_t>>(), int(ref.size()));
+        const auto ours = greedy(*g.session, golden["prompt_tokens"].get<std::vector<int32_t>>(), int(ref.size()));
         size_t must_agree = 0;
         while (must_agree < ref.size() && margins[must_agree] >= 0.25) ++must_agree;
         INFO("steps that must agree: " << must_agree);
