@@ -1,7 +1,7 @@
-// A load-time layout for decode: rows regrouped eight at a time, block by block, so one vector load
-// brings eight rows' scales and one activation block serves eight rows. The bytes are the same bytes,
-// moved, so the interleaved tensor takes exactly the file's space. Rows past the last full group of
-// eight keep ggml's layout.
+// A load-time layout for decode (Q4_0, Q8_0, Q4_K, Q6_K): rows regrouped eight at a time, block by
+// block, so one vector load brings eight rows' scales and one activation block serves eight rows.
+// The bytes are the same bytes, moved, so the interleaved tensor takes exactly the file's space.
+// Rows past the last full group of eight keep ggml's layout.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -16,8 +16,8 @@ inline constexpr size_t kInterleave = 8;
 inline constexpr int kInterleaveLanes[kInterleave] = {0, 2, 4, 6, 1, 3, 5, 7};
 
 bool can_interleave(TensorType type);
-// In place. Group g, block b holds the eight rows' half-float scales (in kInterleaveLanes order),
-// then the eight rows' remaining block bytes in row order.
+// In place. Group g, block b holds the eight rows' half-float scales (in kInterleaveLanes order; Q4_K
+// has two, d then dmin), then the eight rows' remaining block bytes in row order.
 void interleave_rows(TensorType type, uint8_t* data, size_t n_rows, size_t row_bytes);
 // Row r of an interleaved tensor back in ggml's layout.
 void plain_row(TensorType type, const uint8_t* data, size_t r, size_t row_bytes, uint8_t* out);

@@ -48,6 +48,11 @@ FileBytes::FileBytes(const std::string& path, const LoadOptions& options) {
             addr_ = nullptr;
             throw Error(os_error(path, "cannot allocate memory for"));
         }
+#if defined(MADV_HUGEPAGE)
+        // Decode streams every weight per token: with 2 MiB pages it takes 512 times fewer TLB
+        // misses. Only a hint; where transparent huge pages are off nothing changes.
+        ::madvise(addr_, size_, MADV_HUGEPAGE);
+#endif
         size_t done = 0;
         while (done < size_) {
             const ssize_t got = ::read(file.fd, static_cast<char*>(addr_) + done, size_ - done);

@@ -120,6 +120,7 @@ DotGroupsFn GemvKernels::dot_groups(TensorType type) const {
     if (type == TensorType::Q4_0) return q4_0_x8;
     if (type == TensorType::Q8_0) return q8_0_x8;
     if (type == TensorType::Q4_K) return q4_k_x8;
+    if (type == TensorType::Q6_K) return q6_k_x8;
     return nullptr;
 }
 

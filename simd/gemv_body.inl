@@ -413,6 +413,48 @@ static void dot_groups_q4_k(const uint8_t* groups, size_t n_groups, size_t n, co
     }
 }
 
+// Q6_K: per super-block, eight rows' d (lane order), then each row's ql, qh and scales.
+static void dot_groups_q6_k(const uint8_t* groups, size_t n_groups, size_t n, const uint8_t* act, float* out) {
+    const Act256 a = act256(act, n);
+    const size_t nb = n / 256;
+    for (size_t g = 0; g < n_groups; ++g) {
+        const uint8_t* base = groups + g * nb * 1680;
+        F32x8 acc = zero_f(), offsets = zero_f();
+        for (size_t b = 0; b < nb; ++b) {
+            const uint8_t* chunk = base + b * 1680;
+            prefetch_ahead(chunk, 1680);
+            I32x8 p[8];
+            alignas(32) int32_t offset_sum[8];
+            for (int i = 0; i < 8; ++i) {
+                const uint8_t* row = chunk + 16 + 208 * size_t(kInterleaveLanes[i]);
+                const int8_t* scales = reinterpret_cast<const int8_t*>(row + 192);
+                offset_sum[i] = dot_i8x16(scales, a.sums + 16 * b);
+                I32x8 sum = zero32();
+                for (int h = 0; h < 2; ++h) {
+                    const uint8_t* ql = row + 64 * h;
+                    const I8x32 high = load_bytes(row + 128 + 32 * h);
+                    const I8x32 l0 = load_bytes(ql), l1 = load_bytes(ql + 32);
+                    const I8x32 u[4] = {or_bytes(and_bytes(l0, 0x0f), shl_and(high, 4, 0x30)),
+                                        or_bytes(and_bytes(l1, 0x0f), shl_and(high, 2, 0x30)),
+                                        or_bytes(shr_and(l0, 4, 0x0f), and_bytes(high, 0x30)),
+                                        or_bytes(shr_and(l1, 4, 0x0f), shr_and(high, 2, 0x30))};
+                    const I16x16 sc = widen_i8x8(scales + 8 * h);
+                    const int8_t* x = a.q + 256 * b + 128 * size_t(h);
+                    for (int k = 0; k < 4; ++k)
+                        sum = add32(sum, madd16(mul_u8s8(u[k], load_bytes(x + 32 * k)), pick16(sc, 2 * k, 2 * k + 1)));
+                }
+                p[i] = sum;
+            }
+            const F32x8 scale = mul_f(load_f16(chunk), splat_f(a.d[b]));
+            acc = fma_f(to_f32(hsum8x8(p)), scale, acc);
+            offsets = fma_f(to_f32(load_i32x8(offset_sum)), mul_f(scale, splat_f(32.0f)), offsets);
+        }
+        float lanes[8];
+        store_f32(lanes, add_f(acc, mul_f(offsets, splat_f(-1.0f))));
+        for (int i = 0; i < 8; ++i) out[8 * g + size_t(kInterleaveLanes[i])] = lanes[i];
+    }
+}
+
 // ---- Float weights: F32 F16 BF16, float activations ---------------------------------------------
 
 static inline F32x8 load_f32_bytes(const void* p) { return load_f32(static_cast<const float*>(p)); }
@@ -526,6 +568,7 @@ static const GemvKernels kKernels = {
     dot_groups_q4_0,
     dot_groups_q8_0,
     dot_groups_q4_k,
+    dot_groups_q6_k,
     weighted_sum<4, load_f32_bytes, scalar_f32>,
     weighted_sum<2, load_f16, scalar_f16>,
 };

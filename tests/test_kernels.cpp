@@ -154,7 +154,7 @@ TEST_CASE("a row's result does not depend on how many rows one call covers", "[k
 }
 
 TEST_CASE("interleaving rows and reading one back restores it byte for byte", "[kernels][interleave]") {
-    for (const TensorType type : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K}) {
+    for (const TensorType type : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
         INFO(traits(type).name);
         const size_t cols = 512, rows = 19, stride = row_bytes(type, cols);  // two groups and three rows more
         std::vector<uint8_t> plain(stride * rows);
@@ -178,7 +178,7 @@ TEST_CASE("matmul over an interleaved weight equals exact arithmetic for every r
     const size_t cols = 512, rows = 563;
     REQUIRE(rows * cols >= kMinParallelWork);
     for (const simd::KernelPath path : integer_paths()) {
-        for (const TensorType type : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K}) {
+        for (const TensorType type : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
             INFO(simd::kernel_path_name(path) << " " << traits(type).name);
             const size_t stride = row_bytes(type, cols);
             std::vector<uint8_t> bytes(stride * rows);
