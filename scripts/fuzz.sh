@@ -9,7 +9,8 @@ mkdir -p "$out/corpus" "$out/seeds"
 
 flags=(-std=c++20 -O1 -g -I. -fsanitize=address,undefined -fno-sanitize-recover=undefined)
 sources=(runtime/gguf.cpp runtime/file_bytes.cpp runtime/model.cpp runtime/vocab.cpp runtime/pretokenize.cpp
-  runtime/tokenizer.cpp runtime/tokenizer_spm.cpp runtime/tokenizer_bpe.cpp runtime/tokenizer_wpm.cpp quant/dequantize.cpp)
+  runtime/tokenizer.cpp runtime/tokenizer_spm.cpp runtime/tokenizer_bpe.cpp runtime/tokenizer_wpm.cpp quant/dequantize.cpp
+  quant/interleave.cpp)
 clang++ "${flags[@]}" -fsanitize=fuzzer tests/fuzz/gguf_fuzz.cpp "${sources[@]}" -lpcre2-8 -licuuc -o "$out/gguf_fuzz"
 clang++ -std=c++20 -O1 tests/fuzz/make_seeds.cpp -o "$out/make_seeds"
 "$out/make_seeds" "$out/seeds"
