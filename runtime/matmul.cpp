@@ -94,15 +94,17 @@ void matmul(std::span<const MatmulOutput> outputs, const float* in, int n_tokens
             const size_t rows = size_t(w.rows()), row_stride = w.tensor->row_bytes();
             const int f = int(simd::act_format(w.type(), s.path));
             const uint8_t* act = s.act[size_t(f)].data();
+            const simd::DotGroupsFn dot_groups = chunk.grouped ? kernels.dot_groups(w.type()) : nullptr;
+            const simd::DotRowsFn dot_rows = chunk.grouped ? nullptr : kernels.dot_rows(w.type());
             for (int r = chunk.first; r < chunk.first + chunk.count; r += kRowsPerStep) {
                 const int n = std::min(kRowsPerStep, chunk.first + chunk.count - r);
                 for (int t = 0; t < n_tokens; ++t) {
                     float* out = o.out + size_t(t) * rows + size_t(r);
                     const uint8_t* x = act + size_t(t) * stride[f];
-                    if (chunk.grouped)
-                        kernels.dot_groups(w.type())(w.tensor->data + size_t(r) * row_stride, size_t(n) / kInterleave, cols, x, out);
+                    if (dot_groups)
+                        dot_groups(w.tensor->data + size_t(r) * row_stride, size_t(n) / kInterleave, cols, x, out);
                     else
-                        kernels.dot_rows(w.type())(w.row(r), row_stride, size_t(n), cols, x, out);
+                        dot_rows(w.row(r), row_stride, size_t(n), cols, x, out);
                 }
             }
         }

@@ -13,7 +13,6 @@ static inline void prefetch_ahead(const uint8_t* p, size_t n) {
 static inline uint16_t read_u16(const uint8_t* p) { uint16_t v; std::memcpy(&v, p, 2); return v; }
 static inline uint32_t read_u32(const uint8_t* p) { uint32_t v; std::memcpy(&v, p, 4); return v; }
 static inline float read_f32(const uint8_t* p) { float v; std::memcpy(&v, p, 4); return v; }
-static inline int16_t read_i16(const uint8_t* p) { int16_t v; std::memcpy(&v, p, 2); return v; }
 
 // ---- Activations --------------------------------------------------------------------------------
 // Symmetric 8-bit blocks, |q| <= 127, so a sign flip never overflows and every pair product the
@@ -143,6 +142,22 @@ static inline void unpack_k4_scales(const uint8_t* packed, uint8_t scales[8], ui
     std::memcpy(mins, &m, 8);
 }
 
+// One Q4_K super-block times 256 activations: the scaled quant products, exact in int32, and in
+// *min_sum the sub-block mins times the activation sums. Shared by the row and group kernels.
+static inline I32x8 q4_k_sum(const uint8_t* packed_scales, const uint8_t* qs, const int8_t* x, const int16_t* sums16, int32_t* min_sum) {
+    uint8_t scale[8], min[8];
+    unpack_k4_scales(packed_scales, scale, min);
+    *min_sum = dot_u8x8_pairs(min, sums16);
+    const I16x16 scales = widen_u8x8(scale);
+    I32x8 sum = zero32();
+    for (int i = 0; i < 4; ++i) {
+        const I8x32 bytes = load_bytes(qs + 32 * i);
+        sum = add32(sum, madd16(mul_u8s8(and_bytes(bytes, 0x0f), load_bytes(x + 64 * i)), pick16(scales, 2 * i, 2 * i)));
+        sum = add32(sum, madd16(mul_u8s8(shr_and(bytes, 4, 0x0f), load_bytes(x + 64 * i + 32)), pick16(scales, 2 * i + 1, 2 * i + 1)));
+    }
+    return sum;
+}
+
 static float dot_row_q4_k(const uint8_t* w, size_t n, const uint8_t* act) {
     const Act256 a = act256(act, n);
     F32x8 acc = zero_f();
@@ -150,17 +165,8 @@ static float dot_row_q4_k(const uint8_t* w, size_t n, const uint8_t* act) {
     for (size_t b = 0; b < n / 256; ++b) {
         const uint8_t* blk = w + b * 144;
         prefetch_ahead(blk, 144);
-        const int8_t* x = a.q + 256 * b;
-        uint8_t scale[8], min[8];
-        unpack_k4_scales(blk + 4, scale, min);
-        const int32_t min_sum = dot_u8x8_pairs(min, a.sums + 16 * b);
-        const I16x16 scales = widen_u8x8(scale);
-        I32x8 sum = zero32();
-        for (int i = 0; i < 4; ++i) {
-            const I8x32 bytes = load_bytes(blk + 16 + 32 * i);
-            sum = add32(sum, madd16(mul_u8s8(and_bytes(bytes, 0x0f), load_bytes(x + 64 * i)), pick16(scales, 2 * i, 2 * i)));
-            sum = add32(sum, madd16(mul_u8s8(shr_and(bytes, 4, 0x0f), load_bytes(x + 64 * i + 32)), pick16(scales, 2 * i + 1, 2 * i + 1)));
-        }
+        int32_t min_sum;
+        const I32x8 sum = q4_k_sum(blk + 4, blk + 16, a.q + 256 * b, a.sums + 16 * b, &min_sum);
         const float dx = a.d[b];
         acc = fma_f(to_f32(sum), splat_f(half_to_float(read_u16(blk)) * dx), acc);
         mins += half_to_float(read_u16(blk + 2)) * dx * float(min_sum);
@@ -196,6 +202,28 @@ static float dot_row_q5_k(const uint8_t* w, size_t n, const uint8_t* act) {
     return hsum_f(acc) - mins;
 }
 
+// One Q6_K super-block's first 208 bytes (ql, qh, scales) times 256 activations: the scaled
+// products of the quants as stored (+32), and in *offset_sum the scales times the activation sums
+// that take the +32 back off. Shared by the row and group kernels.
+static inline I32x8 q6_k_sum(const uint8_t* blk, const int8_t* x, const int16_t* sums16, int32_t* offset_sum) {
+    const int8_t* scales = reinterpret_cast<const int8_t*>(blk + 192);
+    *offset_sum = dot_i8x16(scales, sums16);
+    I32x8 sum = zero32();
+    for (int h = 0; h < 2; ++h) {
+        const uint8_t* ql = blk + 64 * h;
+        const I8x32 high = load_bytes(blk + 128 + 32 * h);
+        const I8x32 l0 = load_bytes(ql), l1 = load_bytes(ql + 32);
+        const I8x32 u[4] = {or_bytes(and_bytes(l0, 0x0f), shl_and(high, 4, 0x30)),
+                            or_bytes(and_bytes(l1, 0x0f), shl_and(high, 2, 0x30)),
+                            or_bytes(shr_and(l0, 4, 0x0f), and_bytes(high, 0x30)),
+                            or_bytes(shr_and(l1, 4, 0x0f), shr_and(high, 2, 0x30))};
+        const I16x16 sc = widen_i8x8(scales + 8 * h);
+        for (int k = 0; k < 4; ++k)
+            sum = add32(sum, madd16(mul_u8s8(u[k], load_bytes(x + 128 * size_t(h) + 32 * k)), pick16(sc, 2 * k, 2 * k + 1)));
+    }
+    return sum;
+}
+
 static float dot_row_q6_k(const uint8_t* w, size_t n, const uint8_t* act) {
     const Act256 a = act256(act, n);
     F32x8 acc = zero_f();
@@ -203,22 +231,8 @@ static float dot_row_q6_k(const uint8_t* w, size_t n, const uint8_t* act) {
     for (size_t b = 0; b < n / 256; ++b) {
         const uint8_t* blk = w + b * 210;
         prefetch_ahead(blk, 210);
-        const int8_t* scales = reinterpret_cast<const int8_t*>(blk + 192);
-        const int32_t offset_sum = dot_i8x16(scales, a.sums + 16 * b);  // the quants are stored +32
-        I32x8 sum = zero32();
-        for (int h = 0; h < 2; ++h) {
-            const uint8_t* ql = blk + 64 * h;
-            const I8x32 high = load_bytes(blk + 128 + 32 * h);
-            const I8x32 l0 = load_bytes(ql), l1 = load_bytes(ql + 32);
-            const I8x32 u[4] = {or_bytes(and_bytes(l0, 0x0f), shl_and(high, 4, 0x30)),
-                                or_bytes(and_bytes(l1, 0x0f), shl_and(high, 2, 0x30)),
-                                or_bytes(shr_and(l0, 4, 0x0f), and_bytes(high, 0x30)),
-                                or_bytes(shr_and(l1, 4, 0x0f), shr_and(high, 2, 0x30))};
-            const I16x16 sc = widen_i8x8(scales + 8 * h);
-            const int8_t* x = a.q + 256 * b + 128 * size_t(h);
-            for (int k = 0; k < 4; ++k)
-                sum = add32(sum, madd16(mul_u8s8(u[k], load_bytes(x + 32 * k)), pick16(sc, 2 * k, 2 * k + 1)));
-        }
+        int32_t offset_sum;
+        const I32x8 sum = q6_k_sum(blk, a.q + 256 * b, a.sums + 16 * b, &offset_sum);
         // The +32 offset comes off as a scalar: the vector sum holds the quants as stored.
         acc = fma_f(to_f32(sum), splat_f(half_to_float(read_u16(blk + 208)) * a.d[b]), acc);
         offsets += half_to_float(read_u16(blk + 208)) * a.d[b] * float(32 * offset_sum);
@@ -391,17 +405,7 @@ static void dot_groups_q4_k(const uint8_t* groups, size_t n_groups, size_t n, co
             alignas(32) int32_t min_sum[8];
             for (int i = 0; i < 8; ++i) {
                 const uint8_t* row = chunk + 32 + 140 * size_t(kInterleaveLanes[i]);
-                uint8_t scale[8], min[8];
-                unpack_k4_scales(row, scale, min);
-                min_sum[i] = dot_u8x8_pairs(min, a.sums + 16 * b);
-                const I16x16 scales = widen_u8x8(scale);
-                I32x8 sum = zero32();
-                for (int c = 0; c < 4; ++c) {
-                    const I8x32 bytes = load_bytes(row + 12 + 32 * c);
-                    sum = add32(sum, madd16(mul_u8s8(and_bytes(bytes, 0x0f), load_bytes(x + 64 * c)), pick16(scales, 2 * c, 2 * c)));
-                    sum = add32(sum, madd16(mul_u8s8(shr_and(bytes, 4, 0x0f), load_bytes(x + 64 * c + 32)), pick16(scales, 2 * c + 1, 2 * c + 1)));
-                }
-                p[i] = sum;
+                p[i] = q4_k_sum(row, row + 12, x, a.sums + 16 * b, &min_sum[i]);
             }
             const F32x8 dx = splat_f(a.d[b]);
             acc = fma_f(to_f32(hsum8x8(p)), mul_f(load_f16(chunk), dx), acc);
@@ -427,23 +431,7 @@ static void dot_groups_q6_k(const uint8_t* groups, size_t n_groups, size_t n, co
             alignas(32) int32_t offset_sum[8];
             for (int i = 0; i < 8; ++i) {
                 const uint8_t* row = chunk + 16 + 208 * size_t(kInterleaveLanes[i]);
-                const int8_t* scales = reinterpret_cast<const int8_t*>(row + 192);
-                offset_sum[i] = dot_i8x16(scales, a.sums + 16 * b);
-                I32x8 sum = zero32();
-                for (int h = 0; h < 2; ++h) {
-                    const uint8_t* ql = row + 64 * h;
-                    const I8x32 high = load_bytes(row + 128 + 32 * h);
-                    const I8x32 l0 = load_bytes(ql), l1 = load_bytes(ql + 32);
-                    const I8x32 u[4] = {or_bytes(and_bytes(l0, 0x0f), shl_and(high, 4, 0x30)),
-                                        or_bytes(and_bytes(l1, 0x0f), shl_and(high, 2, 0x30)),
-                                        or_bytes(shr_and(l0, 4, 0x0f), and_bytes(high, 0x30)),
-                                        or_bytes(shr_and(l1, 4, 0x0f), shr_and(high, 2, 0x30))};
-                    const I16x16 sc = widen_i8x8(scales + 8 * h);
-                    const int8_t* x = a.q + 256 * b + 128 * size_t(h);
-                    for (int k = 0; k < 4; ++k)
-                        sum = add32(sum, madd16(mul_u8s8(u[k], load_bytes(x + 32 * k)), pick16(sc, 2 * k, 2 * k + 1)));
-                }
-                p[i] = sum;
+                p[i] = q6_k_sum(row, a.q + 256 * b, a.sums + 16 * b, &offset_sum[i]);
             }
             const F32x8 scale = mul_f(load_f16(chunk), splat_f(a.d[b]));
             acc = fma_f(to_f32(hsum8x8(p)), scale, acc);
