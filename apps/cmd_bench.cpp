@@ -20,11 +20,13 @@
 
 #include "commands.h"
 #include "model_flags.h"
+#include "session_flags.h"
 #include "runtime/bandwidth.h"
 #include "runtime/error.h"
 #include "runtime/quant_mix.h"
 #include "runtime/session.h"
 #include "simd/gemv.h"
+#include "simd/peak_flops.h"
 
 namespace rill::cli {
 namespace {
@@ -44,6 +46,8 @@ struct BenchFlags {
     bool vs_llamacpp = false;
     std::string llama_bench_path;
     std::string kv_type = "f16";
+    std::string gemm = "auto";
+    int ubatch = 512;  // llama-bench's default micro-batch, so pp rows compare like with like
 };
 
 // One kind of row: a prompt of n_prompt tokens (pp) or n_gen single-token decode steps (tg).
@@ -62,6 +66,9 @@ struct RowResult {
     std::vector<double> llama_ts;  // llama.cpp's tokens/s, one per repetition (with --vs-llamacpp)
     double bandwidth_gbps = 0;
     uint64_t bytes_per_token = 0;  // tg rows only
+    double flops = 0;               // pp rows only: per prompt
+    double peak_gflops = 0;         // pp rows only: measured at this thread count
+    std::string gemm;               // the GEMM backend asked for
     double peak_rss_mb = 0;
 };
 
@@ -366,14 +373,14 @@ ProcessOutput run_process(const std::vector<std::string>& args) {
 
 // One llama-bench run of the same test at the same thread count; returns its tokens/s.
 double run_llama_bench(const LlamaBench& llama, const std::string& model_path, const BenchTest& test, int n_threads,
-                       const std::string& kv_type) {
+                       const std::string& kv_type, int ubatch) {
     std::vector<std::string> args = {llama.path};
     if (llama.via_peer_script) args.push_back("bench");
     for (const std::string& a : {std::string("-m"), model_path, std::string("-t"), std::to_string(n_threads),
                                  std::string("-r"), std::string("1"), std::string("-o"), std::string("json"),
                                  std::string("-mmp"), std::string("0"), std::string("-ctk"), kv_type, std::string("-ctv"),
                                  kv_type, std::string("-p"), std::to_string(test.n_prompt), std::string("-n"),
-                                 std::to_string(test.n_gen)})
+                                 std::to_string(test.n_gen), std::string("-ub"), std::to_string(ubatch)})
         args.push_back(a);
     const std::string command = shell_words(args);
     const ProcessOutput run = run_process(args);
@@ -437,6 +444,14 @@ ordered_json row_json(const ModelSummary& model, const RowResult& row, bool with
     j["achieved_gbps"] = decode ? ordered_json(achieved) : ordered_json(nullptr);
     j["bandwidth_gbps"] = row.bandwidth_gbps;
     j["pct_of_bandwidth"] = decode ? ordered_json(100 * achieved / row.bandwidth_gbps) : ordered_json(nullptr);
+    // A prompt is compute-bound: its floating-point operations per second against the multiply-add
+    // peak measured at the same thread count.
+    const double gflops = row.flops * avg_ts / double(std::max(1, row.test.n_prompt)) * 1e-9;
+    j["gemm"] = row.gemm;
+    j["flops_per_prompt"] = decode ? ordered_json(nullptr) : ordered_json(row.flops);
+    j["achieved_gflops"] = decode ? ordered_json(nullptr) : ordered_json(gflops);
+    j["peak_gflops"] = decode ? ordered_json(nullptr) : ordered_json(row.peak_gflops);
+    j["pct_of_peak"] = decode ? ordered_json(nullptr) : ordered_json(100 * gflops / row.peak_gflops);
     if (with_llama) {
         j["llamacpp_avg_ts"] = mean(row.llama_ts);
         j["llamacpp_stddev_ts"] = sample_stddev(row.llama_ts);
@@ -474,7 +489,8 @@ void print_csv(const std::vector<ordered_json>& rows) {
 
 void print_markdown(const ModelSummary& model, const std::vector<RowResult>& rows, const std::vector<ordered_json>& json,
                     bool with_llama, bool peak_rss_reset) {
-    std::vector<std::string> header = {"model", "size", "params", "threads", "test", "t/s", "ttft ms", "GB/s", "% of BW"};
+    // tg rows are bound by memory bandwidth, pp rows by compute: each shows its own rate and limit.
+    std::vector<std::string> header = {"model", "size", "params", "threads", "test", "t/s", "ttft ms", "achieved", "% of limit"};
     if (with_llama) header.insert(header.end(), {"llama.cpp t/s", "ratio"});
     std::vector<std::vector<std::string>> cells;
     for (size_t i = 0; i < rows.size(); ++i) {
@@ -485,8 +501,8 @@ void print_markdown(const ModelSummary& model, const std::vector<RowResult>& row
             rows[i].test.name(),
             format("%.2f", j["avg_ts"].get<double>()) + " ± " + format("%.2f", j["stddev_ts"].get<double>()),
             format("%.2f", j["ttft_ms"].get<double>()),
-            decode ? format("%.2f", j["achieved_gbps"].get<double>()) : "-",
-            decode ? format("%.1f", j["pct_of_bandwidth"].get<double>()) : "-"};
+            decode ? format("%.2f GB/s", j["achieved_gbps"].get<double>()) : format("%.1f GFLOP/s", j["achieved_gflops"].get<double>()),
+            decode ? format("%.1f%% BW", j["pct_of_bandwidth"].get<double>()) : format("%.1f%% peak", j["pct_of_peak"].get<double>())};
         if (with_llama) {
             line.push_back(format("%.2f", j["llamacpp_avg_ts"].get<double>()) + " ± " +
                            format("%.2f", j["llamacpp_stddev_ts"].get<double>()));
@@ -519,18 +535,21 @@ void print_markdown(const ModelSummary& model, const std::vector<RowResult>& row
     std::printf("%s\n", rule.c_str());
     for (const auto& line : cells) print_line(line);
 
-    std::string bandwidths;
+    std::string bandwidths, peaks;
     double peak = 0;
     int last_threads = -1;
     for (const RowResult& row : rows) {
         peak = std::max(peak, row.peak_rss_mb);
         if (row.n_threads == last_threads) continue;
         last_threads = row.n_threads;
-        bandwidths += (bandwidths.empty() ? "" : ", ") + format("%.2f GB/s", row.bandwidth_gbps) + " at " +
-                      std::to_string(row.n_threads) + (row.n_threads == 1 ? " thread" : " threads");
+        const std::string at = " at " + std::to_string(row.n_threads) + (row.n_threads == 1 ? " thread" : " threads");
+        bandwidths += (bandwidths.empty() ? "" : ", ") + format("%.2f GB/s", row.bandwidth_gbps) + at;
+        if (row.peak_gflops > 0) peaks += (peaks.empty() ? "" : ", ") + format("%.1f GFLOP/s", row.peak_gflops) + at;
     }
-    std::printf("\nmeasured read bandwidth %s | kernels %s | load %.1f ms | peak RSS %.1f MB%s\n", bandwidths.c_str(),
-                std::string(simd::kernel_path_name(simd::default_kernel_path())).c_str(), model.load_ms, peak,
+    std::printf("\nmeasured read bandwidth %s%s | kernels %s | gemm %s | load %.1f ms | peak RSS %.1f MB%s\n", bandwidths.c_str(),
+                peaks.empty() ? "" : (" | measured f32 FMA peak " + peaks).c_str(),
+                std::string(simd::kernel_path_name(simd::default_kernel_path())).c_str(),
+                rows.empty() ? "auto" : rows[0].gemm.c_str(), model.load_ms, peak,
                 peak_rss_reset ? "" : " (includes the 512 MiB bandwidth probe)");
 }
 
@@ -567,6 +586,9 @@ int bench(const BenchFlags& f) {
     for (const int t : threads) {
         status.show("bench: measuring memory bandwidth with " + std::to_string(t) + (t == 1 ? " thread" : " threads"), true);
         const double bandwidth = measure_read_bandwidth(t);
+        const bool any_prompt = std::any_of(tests.begin(), tests.end(), [](const BenchTest& b) { return b.n_prompt > 0; });
+        if (any_prompt) status.show("bench: measuring multiply-add peak with " + std::to_string(t) + (t == 1 ? " thread" : " threads"), true);
+        const double peak_gflops = any_prompt ? simd::measure_peak_gflops(t) : 0;
         peak_rss_reset = reset_peak_rss() && peak_rss_reset;
         for (const BenchTest& test : tests) {
             RowResult row;
@@ -574,13 +596,17 @@ int bench(const BenchFlags& f) {
             row.n_threads = t;
             row.bandwidth_gbps = bandwidth;
             if (test.n_gen > 0) row.bytes_per_token = decode_bytes_per_token(*model, test.n_gen / 2, kv_type).total();
+            if (test.n_prompt > 0) row.flops = prompt_flops(*model, test.n_prompt);
+            row.peak_gflops = test.n_prompt > 0 ? peak_gflops : 0;
+            row.gemm = f.gemm;
             const std::string label = "bench " + test.name() + " t=" + std::to_string(t);
 
             SessionOptions options;
             options.n_ctx = std::max(test.n_prompt, test.n_gen) + 16;
             options.n_threads = t;
-            options.n_batch = std::max(512, test.n_prompt);  // the whole prompt in one pass
+            options.n_batch = f.ubatch;
             options.kv_type = kv_type;
+            options.gemm = parse_gemm_backend(f.gemm);
             Session session(*model, options);
             const std::vector<int32_t> tokens = bench_tokens(size_t(test.n_tokens()), n_vocab, bos);
             const std::span<const int32_t> all(tokens);
@@ -603,7 +629,7 @@ int bench(const BenchFlags& f) {
                     status.show("llama.cpp " + test.name() + " t=" + std::to_string(t) + of +
                                     (first ? " (the peer installs and builds llama-bench on its first run)" : ""),
                                 first);
-                    row.llama_ts.push_back(run_llama_bench(*llama, f.model.path, test, t, f.kv_type));
+                    row.llama_ts.push_back(run_llama_bench(*llama, f.model.path, test, t, f.kv_type, f.ubatch));
                     llama_started = true;
                 }
             }
@@ -657,6 +683,7 @@ Action add_bench(CLI::App& app) {
                     "default: peers/llamacpp in $RILL_SHARED or ../shared)")
         ->check(CLI::ExistingFile);
     cmd->add_option("--kv-type", f->kv_type, "KV cache type: f16 or f32")->capture_default_str()->check(CLI::IsMember({"f16", "f32"}));
+    SessionFlags::add_prompt_flags(*cmd, f->gemm, f->ubatch);
     return [f] { return bench(*f); };
 }
 

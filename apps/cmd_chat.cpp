@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "model_flags.h"
 #include "sampling_flags.h"
+#include "session_flags.h"
 #include "runtime/chat.h"
 #include "runtime/error.h"
 
@@ -21,10 +22,8 @@ struct ChatFlags {
     ModelFlags model;
     std::string system;
     std::string template_file;
-    int threads = 0;
-    int ctx = 0;
     int max_tokens = 1024;
-    std::string kv_type = "f16";
+    SessionFlags session;
     SamplingFlags sampling;
 };
 
@@ -82,11 +81,7 @@ bool read_message(std::string& message) {
 int chat(const ChatFlags& f) {
     const auto model = load_model(f.model.path, f.model.load_options());
     const Vocab vocab = load_vocab(model->file);
-    SessionOptions options;
-    options.n_ctx = f.ctx;
-    options.n_threads = f.threads;
-    options.kv_type = parse_kv_type(f.kv_type);
-    Session session(*model, options);
+    Session session(*model, f.session.options());
 
     ChatConfig config;
     config.template_source = f.template_file.empty() ? model->file.get_string("tokenizer.chat_template").value_or("")
@@ -185,9 +180,7 @@ Action add_chat(CLI::App& app) {
         ->check(CLI::ExistingFile);
     cmd->add_option("-n,--max-tokens", f->max_tokens, "longest answer in tokens")->capture_default_str()->check(CLI::Range(1, 1 << 24));
     f->sampling.add_to(*cmd);
-    cmd->add_option("-t,--threads", f->threads, "threads (default: every core)")->check(CLI::Range(1, 1024));
-    cmd->add_option("-c,--ctx-size", f->ctx, "context length (default: the model's, at most 4096)")->check(CLI::Range(16, 1 << 24));
-    cmd->add_option("--kv-type", f->kv_type, "KV cache type: f16 or f32")->capture_default_str()->check(CLI::IsMember({"f16", "f32"}));
+    f->session.add_to(*cmd);
     return [f] { return chat(*f); };
 }
 

@@ -4,6 +4,7 @@
 
 #include "commands.h"
 #include "model_flags.h"
+#include "session_flags.h"
 #include "runtime/error.h"
 #include "runtime/sampling.h"
 #include "runtime/session.h"
@@ -15,9 +16,7 @@ struct EvalFlags {
     ModelFlags model;
     std::string tokens;
     std::string out;
-    int threads = 0;
-    int ctx = 0;
-    std::string kv_type = "f32";
+    SessionFlags session{.kv_type = "f32"};
 };
 
 std::vector<int32_t> parse_ids(const std::string& list) {
@@ -44,10 +43,8 @@ std::vector<int32_t> parse_ids(const std::string& list) {
 int eval(const EvalFlags& f) {
     const std::vector<int32_t> ids = parse_ids(f.tokens);
     const auto model = load_model(f.model.path, f.model.load_options());
-    SessionOptions options;
-    options.n_threads = f.threads;
-    options.n_ctx = f.ctx > 0 ? f.ctx : std::max<int>(int(ids.size()), std::min(model->hp.n_ctx_train, 4096));
-    options.kv_type = parse_kv_type(f.kv_type);
+    SessionOptions options = f.session.options();
+    if (options.n_ctx == 0) options.n_ctx = std::max<int>(int(ids.size()), std::min(model->hp.n_ctx_train, 4096));
     Session session(*model, options);
     const std::span<const float> logits = session.eval(ids, true);
 
@@ -73,10 +70,7 @@ Action add_eval(CLI::App& app) {
     f->model.add_to(*cmd);
     cmd->add_option("--tokens", f->tokens, "comma-separated token ids, e.g. 1,2,3")->required();
     cmd->add_option("--out", f->out, "where to write the logits")->required();
-    cmd->add_option("-t,--threads", f->threads, "threads (default: every core)")->check(CLI::Range(1, 1024));
-    cmd->add_option("-c,--ctx-size", f->ctx, "context length (default: enough for the tokens)")->check(CLI::Range(1, 1 << 24));
-    cmd->add_option("--kv-type", f->kv_type, "KV cache type: f32 (exact, the default here) or f16")
-        ->capture_default_str()->check(CLI::IsMember({"f16", "f32"}));
+    f->session.add_to(*cmd, "context length (default: enough for the tokens)", "KV cache type: f32 (exact, the default here) or f16");
     return [f] { return eval(*f); };
 }
 

@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "model_flags.h"
 #include "sampling_flags.h"
+#include "session_flags.h"
 #include "runtime/error.h"
 #include "runtime/generate.h"
 #include "runtime/tokenizer.h"
@@ -19,9 +20,7 @@ struct RunFlags {
     std::string prompt;
     std::string prompt_file;
     int n_predict = 128;
-    int threads = 0;
-    int ctx = 0;
-    std::string kv_type = "f16";
+    SessionFlags session;
     SamplingFlags sampling;
     bool parse_special = false;
 };
@@ -34,11 +33,7 @@ int run(const RunFlags& f) {
     const auto load_start = std::chrono::steady_clock::now();
     const auto model = load_model(f.model.path, f.model.load_options());
     const Vocab vocab = load_vocab(model->file);
-    SessionOptions options;
-    options.n_ctx = f.ctx;
-    options.n_threads = f.threads;
-    options.kv_type = parse_kv_type(f.kv_type);
-    Session session(*model, options);
+    Session session(*model, f.session.options());
     const double load_ms = ms_since(load_start);
 
     const std::string text = f.prompt_file.empty() ? f.prompt : read_text_file(f.prompt_file);
@@ -83,11 +78,8 @@ Action add_run(CLI::App& app) {
     cmd->add_option("-f,--file", f->prompt_file, "read the prompt from a file")->excludes(prompt)->check(CLI::ExistingFile);
     cmd->add_option("-n,--n-predict", f->n_predict, "tokens to generate at most")->capture_default_str()->check(CLI::Range(0, 1 << 24));
     f->sampling.add_to(*cmd);
-    cmd->add_option("-t,--threads", f->threads, "threads (default: every core)")->check(CLI::Range(1, 1024));
-    cmd->add_option("-c,--ctx-size", f->ctx, "context length in tokens (default: the model's, at most 4096)")
-        ->check(CLI::Range(1, 1 << 24));
+    f->session.add_to(*cmd);
     cmd->add_flag("--parse-special", f->parse_special, "read control tokens written in the prompt, like <|eot_id|>, as those tokens");
-    cmd->add_option("--kv-type", f->kv_type, "KV cache type: f16 or f32")->capture_default_str()->check(CLI::IsMember({"f16", "f32"}));
     return [f] { return run(*f); };
 }
 

@@ -110,4 +110,17 @@ DecodeBudget decode_bytes_per_token(const Model& model, int position, KvType kv_
     return budget;
 }
 
+double prompt_flops(const Model& model, int n_tokens) {
+    const Hparams& hp = model.hp;
+    double per_token = 0;
+    for (const LayerWeights& L : model.layers)
+        for (const Weight* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down})
+            if (*w) per_token += 2.0 * double(w->tensor->n_elements);
+    // Token t attends to t + 1 positions: scores q·k and the weighted sum of values, per head.
+    const double attended = double(n_tokens) * double(n_tokens + 1) / 2;
+    const double attention = 4.0 * double(hp.head_dim) * double(hp.n_head) * double(hp.n_layer) * attended;
+    const double output = 2.0 * double(hp.n_vocab) * double(hp.n_embd);
+    return per_token * double(n_tokens) + attention + output;
+}
+
 }  // namespace rill

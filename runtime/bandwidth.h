@@ -21,4 +21,10 @@ struct DecodeBudget {
 // The bytes one decode step reads at `position` (the number of tokens already in the KV cache).
 DecodeBudget decode_bytes_per_token(const Model& model, int position, KvType kv_type);
 
+// Prefill is bound by compute instead: the floating-point operations (a multiply-add is two) of a
+// prompt of n_tokens evaluated from position 0, with logits for its last token only, as llama-bench's
+// pp rows do. Matrix products plus attention's two products per head; norms and activations, which
+// are a fraction of a percent, are left out.
+double prompt_flops(const Model& model, int n_tokens);
+
 }  // namespace rill

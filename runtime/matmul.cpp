@@ -3,8 +3,10 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <exception>
 
 #include "quant/interleave.h"
+#include "simd/convert.h"
 #include "simd/dot.h"
 
 namespace rill {
@@ -37,16 +39,133 @@ void reference_matmul(std::span<const MatmulOutput> outputs, const float* in, in
     }
 }
 
+// Rows [first, first + count) of a weight as float32, count rows of cols. Interleaved groups are
+// put back in ggml's order one group at a time first.
+void dequantize_panel(const Weight& w, int first, int count, float* out, uint8_t* group_bytes) {
+    const size_t cols = size_t(w.cols()), row_stride = w.tensor->row_bytes();
+    const int grouped = w.interleaved ? w.rows() / int(kInterleave) * int(kInterleave) : 0;
+    for (int r = first; r < first + count; ++r) {
+        float* dst = out + size_t(r - first) * cols;
+        if (w.type() == TensorType::F16) {
+            // Half floats are the commonest unquantized weights; F16C converts them eight at a time.
+            simd::f16_to_f32_row(reinterpret_cast<const uint16_t*>(w.row(r)), dst, cols);
+            continue;
+        }
+        if (r >= grouped) {
+            dequantize_row(w.type(), w.row(r), dst, cols);
+            continue;
+        }
+        const size_t lane = size_t(r) % kInterleave;
+        if (lane == 0 || r == first)
+            for (size_t i = 0; i < kInterleave; ++i)
+                plain_row(w.type(), w.tensor->data, size_t(r) - lane + i, row_stride, group_bytes + i * row_stride);
+        dequantize_row(w.type(), group_bytes + lane * row_stride, dst, cols);
+    }
+}
+
+// The batch against each weight, a panel of rows at a time: a thread dequantizes the panel into its
+// scratch and multiplies the whole batch by it with the GEMM backend, on that thread alone.
+void gemm_matmul(std::span<const MatmulOutput> outputs, const float* in, int n_tokens, GemmBackend backend, MatmulScratch& s) {
+    for (const MatmulOutput& o : outputs) {
+        const Weight& w = o.weight;
+        const size_t panel = size_t(panel_rows(w.cols())) * size_t(w.cols());
+        const size_t group = kInterleave * w.tensor->row_bytes();
+        // Grown to the widest weight seen; panels fill lazily, so a session that only decodes never
+        // pays for them.
+        for (int t = 0; t < s.n_threads; ++t) {
+            if (s.panels[size_t(t)].size() < panel) s.panels[size_t(t)].resize(panel);
+            if (s.group_bytes[size_t(t)].size() < group) s.group_bytes[size_t(t)].resize(group);
+        }
+    }
+    s.chunks.clear();
+    for (size_t j = 0; j < outputs.size(); ++j) {
+        const Weight& w = outputs[j].weight;
+        const int rows = w.rows(), step = panel_rows(w.cols());
+        for (int r = 0; r < rows; r += step) s.chunks.push_back({uint32_t(j), false, r, std::min(step, rows - r)});
+    }
+    // An exception must not leave a parallel region; the first one is kept and rethrown after it.
+    std::exception_ptr failure;
+#pragma omp parallel num_threads(s.n_threads)
+    {
+        const int me = omp_get_thread_num();
+        // The libraries size their own teams from omp_get_max_threads() unless they see an active
+        // parallel region, and a team of one is not active: this task's setting keeps them on this
+        // thread, so a panel's result is the same with one thread as with many. It ends with the region.
+        omp_set_num_threads(1);
+#pragma omp for schedule(dynamic, 1)
+        for (size_t c = 0; c < s.chunks.size(); ++c) {
+            const RowChunk& chunk = s.chunks[c];
+            const MatmulOutput& o = outputs[chunk.output];
+            const Weight& w = o.weight;
+            const GemmShape shape{n_tokens, chunk.count, w.cols(), w.rows()};
+            const float* panel = nullptr;
+            if (w.type() == TensorType::F32) {
+                panel = reinterpret_cast<const float*>(w.row(chunk.first));
+            } else {
+                dequantize_panel(w, chunk.first, chunk.count, s.panels[size_t(me)].data(), s.group_bytes[size_t(me)].data());
+                panel = s.panels[size_t(me)].data();
+            }
+            try {
+                if (backend == GemmBackend::Onednn)
+                    onednn_gemm(*s.onednn, me, shape, in, panel, o.out + chunk.first);
+                else
+                    openblas_gemm(shape, in, panel, o.out + chunk.first);
+            } catch (...) {
+#pragma omp critical(rill_gemm_failure)
+                if (!failure) failure = std::current_exception();
+            }
+        }
+    }
+    if (failure) std::rethrow_exception(failure);
+}
+
 }  // namespace
 
-MatmulScratch::MatmulScratch(simd::KernelPath path, int n_threads, size_t widest_row)
+int panel_rows(int cols) {
+    const size_t fit = kPanelBytes / (size_t(std::max(cols, 1)) * sizeof(float));
+    return int(std::max<size_t>(16, fit / 16 * 16));
+}
+
+size_t gemm_scratch_bytes(const Model& model, int n_threads) {
+    const Hparams& hp = model.hp;
+    size_t widest = 0;
+    for (const int cols : {hp.n_embd, hp.n_ff, hp.q_dim()})
+        widest = std::max(widest, size_t(panel_rows(cols)) * size_t(cols) * sizeof(float));
+    return widest * size_t(n_threads);
+}
+
+MatmulScratch::MatmulScratch(simd::KernelPath path, int n_threads, size_t widest_row, GemmBackend gemm)
     : path(path),
       n_threads(n_threads),
+      gemm(gemm),
       rows(size_t(n_threads), std::vector<float>(path == simd::KernelPath::Reference ? widest_row : 0)),
-      row_bytes(size_t(n_threads), std::vector<uint8_t>(path == simd::KernelPath::Reference ? widest_row * sizeof(float) : 0)) {}
+      row_bytes(size_t(n_threads), std::vector<uint8_t>(path == simd::KernelPath::Reference ? widest_row * sizeof(float) : 0)) {
+    if (gemm == GemmBackend::Native) return;
+    if (gemm == GemmBackend::Onednn) onednn = make_onednn_gemm(n_threads);
+    panels.resize(size_t(n_threads));
+    group_bytes.resize(size_t(n_threads));
+}
 
-void matmul(std::span<const MatmulOutput> outputs, const float* in, int n_tokens, MatmulScratch& s) {
-    if (outputs.empty() || n_tokens <= 0) return;
+GemmBackend choose_gemm(GemmBackend requested, TensorType type, int n_tokens, int min_tokens) {
+    if (requested == GemmBackend::Native || n_tokens < min_tokens) return GemmBackend::Native;
+    if (requested != GemmBackend::Auto) return requested;
+    // The batch size from which OpenBLAS beat the decode kernels in bench_gemm (2 threads, AVX2):
+    // float weights need no dequantizing; the quantized ones need enough tokens to amortise it.
+    int from = 64;
+    switch (type) {
+        case TensorType::F32: case TensorType::F16: case TensorType::BF16: from = 16; break;
+        case TensorType::Q2_K: from = 128; break;
+        // int8 products of 32-weight blocks: as fast as float GEMM at 512 tokens, faster below.
+        case TensorType::Q4_0: case TensorType::Q8_0: return GemmBackend::Native;
+        default: break;
+    }
+    return n_tokens >= std::max(from, min_tokens) ? GemmBackend::Openblas : GemmBackend::Native;
+}
+
+namespace {
+
+// The decode kernels over a batch: rows in chunks, each chunk against every token.
+void native_matmul(std::span<const MatmulOutput> outputs, const float* in, int n_tokens, MatmulScratch& s) {
     const size_t cols = size_t(outputs[0].weight.cols());
     size_t work = 0;
     for (const MatmulOutput& o : outputs) work += size_t(o.weight.rows()) * cols * size_t(n_tokens);
@@ -109,6 +228,20 @@ void matmul(std::span<const MatmulOutput> outputs, const float* in, int n_tokens
             }
         }
     }
+}
+
+}  // namespace
+
+void matmul(std::span<const MatmulOutput> outputs, const float* in, int n_tokens, MatmulScratch& s) {
+    if (outputs.empty() || n_tokens <= 0) return;
+    if (s.gemm == GemmBackend::Native || n_tokens < s.gemm_min_tokens) return native_matmul(outputs, in, n_tokens, s);
+    // Outputs that read the same input may still go different ways (Q4_K_M mixes Q4_K and Q6_K).
+    std::vector<MatmulOutput> by_backend[4];
+    for (const MatmulOutput& o : outputs)
+        by_backend[int(choose_gemm(s.gemm, o.weight.type(), n_tokens, s.gemm_min_tokens))].push_back(o);
+    for (const GemmBackend b : {GemmBackend::Onednn, GemmBackend::Openblas})
+        if (!by_backend[int(b)].empty()) gemm_matmul(by_backend[int(b)], in, n_tokens, b, s);
+    if (!by_backend[int(GemmBackend::Native)].empty()) native_matmul(by_backend[int(GemmBackend::Native)], in, n_tokens, s);
 }
 
 }  // namespace rill

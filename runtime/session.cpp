@@ -38,7 +38,8 @@ Session::Session(const Model& model, const SessionOptions& options)
     const Hparams& hp = model.hp;
     kv_ = KvCache(options.kv_type, hp.n_layer, n_ctx_, hp.kv_dim());
     const int widest = std::max({hp.n_embd, hp.n_ff, hp.q_dim()});
-    scratch_ = MatmulScratch(choose_kernel_path(options.kernels), n_threads_, size_t(widest));
+    scratch_ = MatmulScratch(choose_kernel_path(options.kernels), n_threads_, size_t(widest),
+                             options.gemm);
     scores_.resize(size_t(n_threads_) * n_ctx_);
     head_buf_.resize(size_t(n_threads_) * hp.head_dim);
 }

@@ -19,6 +19,7 @@ struct SessionOptions {
     KvType kv_type = KvType::F16;
     int n_batch = 512;  // prompt tokens evaluated per forward pass; longer prompts run in chunks
     std::optional<simd::KernelPath> kernels = std::nullopt;  // unset: simd::default_kernel_path()
+    GemmBackend gemm = GemmBackend::Auto;  // for prompt batches; Auto chooses per weight type and batch
 };
 
 int default_thread_count();
@@ -38,6 +39,7 @@ public:
     int n_ctx() const { return n_ctx_; }
     int n_threads() const { return n_threads_; }
     simd::KernelPath kernel_path() const { return scratch_.path; }
+    GemmBackend gemm_backend() const { return scratch_.gemm; }
     const Model& model() const { return model_; }
     const KvCache& kv_cache() const { return kv_; }
 

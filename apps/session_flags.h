@@ -1,0 +1,48 @@
+// Flags every subcommand that runs a model shares: threads, context, KV cache type, and how the
+// prompt is evaluated (GEMM backend and micro-batch).
+#pragma once
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "runtime/session.h"
+
+namespace rill::cli {
+
+struct SessionFlags {
+    int threads = 0;
+    int ctx = 0;
+    std::string kv_type = "f16";
+    std::string gemm = "auto";
+    int ubatch = 512;
+
+    void add_to(CLI::App& cmd, const std::string& ctx_help = "context length in tokens (default: the model's, at most 4096)",
+                const std::string& kv_help = "KV cache type: f16 or f32") {
+        cmd.add_option("-t,--threads", threads, "threads (default: every core)")->check(CLI::Range(1, 1024));
+        cmd.add_option("-c,--ctx-size", ctx, ctx_help)->check(CLI::Range(1, 1 << 24));
+        cmd.add_option("--kv-type", kv_type, kv_help)->capture_default_str()->check(CLI::IsMember({"f16", "f32"}));
+        add_prompt_flags(cmd, gemm, ubatch);
+    }
+
+    // The two prompt flags alone, for `rill bench`, whose thread and context flags differ.
+    static void add_prompt_flags(CLI::App& cmd, std::string& gemm, int& ubatch) {
+        cmd.add_option("--gemm", gemm,
+                       "matrix library for prompt batches: auto, onednn, openblas, or native (the decode kernels)")
+            ->capture_default_str()->check(CLI::IsMember({"auto", "onednn", "openblas", "native"}));
+        cmd.add_option("--ubatch", ubatch,
+                       "prompt tokens evaluated per forward pass; longer prompts run in pieces this long, "
+                       "so memory stays bounded")
+            ->capture_default_str()->check(CLI::Range(1, 1 << 16));
+    }
+
+    SessionOptions options() const {
+        SessionOptions o;
+        o.n_ctx = ctx;
+        o.n_threads = threads;
+        o.kv_type = parse_kv_type(kv_type);
+        o.gemm = parse_gemm_backend(gemm);
+        o.n_batch = ubatch;
+        return o;
+    }
+};
+
+}  // namespace rill::cli

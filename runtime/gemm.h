@@ -1,0 +1,41 @@
+// One interface for the prompt's matrix products: C = A · Bᵀ on float32, where A is a batch of
+// activations and B a panel of weight rows dequantized into scratch. Each backend lives in its own
+// file (gemm_onednn.cpp, gemm_openblas.cpp); the native backend is the decode kernels themselves,
+// run over the batch without dequantizing (matmul.cpp).
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <string_view>
+
+namespace rill {
+
+// Auto chooses per weight type and batch size from measurements (matmul.cpp's choose_gemm).
+enum class GemmBackend { Auto, Native, Onednn, Openblas };
+
+std::string_view gemm_backend_name(GemmBackend backend);
+// "auto", "native", "onednn" or "openblas"; throws rill::Error naming the choices on anything else.
+GemmBackend parse_gemm_backend(std::string_view name);
+
+// c[i][j] = sum over p of a[i][p] * b[j][p], for i < m, j < n, p < k. a is m rows of k floats,
+// b is n rows of k floats, c has rows ldc floats apart. Runs on the calling thread alone, so a team
+// of threads can each multiply its own panel, and a panel's result never depends on the team's size.
+struct GemmShape {
+    int m = 0, n = 0, k = 0, ldc = 0;
+};
+
+void openblas_gemm(const GemmShape& shape, const float* a, const float* b, float* c);
+
+// oneDNN needs an engine and a primitive per shape. They are created on first use and kept, one set
+// per thread, so no lock is taken and each primitive stays on the thread that made it.
+struct OnednnGemm;
+struct OnednnGemmDeleter {
+    void operator()(OnednnGemm* p) const;
+};
+using OnednnGemmPtr = std::unique_ptr<OnednnGemm, OnednnGemmDeleter>;
+
+OnednnGemmPtr make_onednn_gemm(int n_threads);
+void onednn_gemm(OnednnGemm& state, int thread, const GemmShape& shape, const float* a, const float* b, float* c);
+// The implementation oneDNN picked for the last shape thread 0 ran, e.g. "gemm:jit" (for `rill info`).
+std::string_view onednn_implementation(const OnednnGemm& state);
+
+}  // namespace rill

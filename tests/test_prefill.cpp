@@ -1,0 +1,203 @@
+// Prompt batches on the GEMM backends: which backend a batch meets, each backend against exact
+// arithmetic on the dequantized weights, independence from the thread count, and whole prompts
+// evaluated in one batch against the same prompt token by token and the golden references.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "quant/interleave.h"
+#include "quant/quantize.h"
+#include "runtime/error.h"
+#include "runtime/session.h"
+#include "shared_data.h"
+
+using namespace rill;
+
+namespace {
+
+const GemmBackend kGemmBackends[] = {GemmBackend::Onednn, GemmBackend::Openblas};
+
+std::vector<float> normal_floats(size_t n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> v(n);
+    for (float& x : v) x = normal(rng);
+    return v;
+}
+
+// A weight of random rows in one type, laid out as the loader leaves it, and its exact values.
+struct RandomWeight {
+    std::vector<uint8_t> bytes;
+    std::vector<float> values;  // rows × cols, dequantized by the scalar reference
+    GgufTensor tensor;
+    Weight weight;
+    RandomWeight(TensorType type, size_t rows, size_t cols) : bytes(row_bytes(type, cols) * rows), values(rows * cols) {
+        const size_t stride = row_bytes(type, cols);
+        for (size_t r = 0; r < rows; ++r) {
+            quantize_row(type, normal_floats(cols, uint32_t(100 + r)).data(), bytes.data() + r * stride, cols);
+            dequantize_row(type, bytes.data() + r * stride, values.data() + r * cols, cols);
+        }
+        tensor.type = type;
+        tensor.n_dims = 2;
+        tensor.ne = {cols, rows, 1, 1};
+        tensor.n_elements = cols * rows;
+        tensor.n_bytes = bytes.size();
+        tensor.data = bytes.data();
+        weight.tensor = &tensor;
+        if (can_interleave(type)) {
+            interleave_rows(type, bytes.data(), rows, stride);
+            weight.interleaved = true;
+        }
+    }
+};
+
+std::vector<double> log_softmax(std::span<const float> logits) {
+    double max = logits[0];
+    for (const float x : logits) max = std::max<double>(max, x);
+    double sum = 0;
+    for (const float x : logits) sum += std::exp(double(x) - max);
+    std::vector<double> out;
+    for (const float x : logits) out.push_back(double(x) - max - std::log(sum));
+    return out;
+}
+
+double max_abs_difference(const std::vector<double>& a, const std::vector<double>& b) {
+    double worst = 0;
+    for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
+    return worst;
+}
+
+}  // namespace
+
+TEST_CASE("a batch below the cut-over always goes to the decode kernels", "[prefill]") {
+    for (const GemmBackend b : {GemmBackend::Auto, GemmBackend::Onednn, GemmBackend::Openblas})
+        CHECK(choose_gemm(b, TensorType::F16, kGemmMinTokens - 1) == GemmBackend::Native);
+    CHECK(choose_gemm(GemmBackend::Onednn, TensorType::Q4_0, kGemmMinTokens) == GemmBackend::Onednn);
+    CHECK(choose_gemm(GemmBackend::Native, TensorType::F16, 512) == GemmBackend::Native);
+}
+
+TEST_CASE("auto sends float and k-quant prompt batches to OpenBLAS and keeps Q4_0 and Q8_0 on the decode kernels", "[prefill]") {
+    CHECK(choose_gemm(GemmBackend::Auto, TensorType::F16, 512) == GemmBackend::Openblas);
+    CHECK(choose_gemm(GemmBackend::Auto, TensorType::Q4_K, 512) == GemmBackend::Openblas);
+    CHECK(choose_gemm(GemmBackend::Auto, TensorType::Q6_K, 512) == GemmBackend::Openblas);
+    CHECK(choose_gemm(GemmBackend::Auto, TensorType::Q4_K, 32) == GemmBackend::Native);
+    CHECK(choose_gemm(GemmBackend::Auto, TensorType::Q4_0, 512) == GemmBackend::Native);
+    CHECK(choose_gemm(GemmBackend::Auto, TensorType::Q8_0, 512) == GemmBackend::Native);
+}
+
+TEST_CASE("an unknown GEMM backend is an error that names the choices", "[prefill]") {
+    CHECK(parse_gemm_backend("openblas") == GemmBackend::Openblas);
+    CHECK(parse_gemm_backend("auto") == GemmBackend::Auto);
+    CHECK_THROWS_WITH(parse_gemm_backend("cublas"), Catch::Contains("'cublas'") && Catch::Contains("onednn, openblas or native"));
+}
+
+TEST_CASE("panels stay bounded: whole multiples of 16 rows of about 2 MiB, never fewer than 16 rows", "[prefill]") {
+    CHECK(panel_rows(2048) == 256);
+    CHECK(panel_rows(5632) == 80);
+    CHECK(panel_rows(1 << 20) == 16);
+    for (const int cols : {64, 2048, 4096, 11008, 14336}) {
+        CHECK(panel_rows(cols) % 16 == 0);
+        CHECK(size_t(panel_rows(cols)) * size_t(cols) * sizeof(float) <= std::max(kPanelBytes, size_t(16) * size_t(cols) * 4));
+    }
+}
+
+// float32 GEMM of exactly dequantized weights: each product is one float32 multiply-add chain over
+// 512 terms, so the error is a few units of float32 rounding times the sum of |products|; 1e-5 of
+// it is ~80 ulps of headroom, and any wrong index or missed row is off by far more.
+TEST_CASE("each GEMM backend equals exact arithmetic on the dequantized weights for every type, with 1 or 2 threads", "[prefill]") {
+    const size_t cols = 512, rows = 70, tokens = 20;  // eight groups of eight interleaved rows, and 6 more
+    const auto x = normal_floats(cols * tokens, 7);
+    for (const TensorTypeTraits& t : all_tensor_types()) {
+        if (!can_quantize(t.type)) continue;
+        const RandomWeight w(t.type, rows, cols);
+        for (const GemmBackend backend : kGemmBackends) {
+            INFO(t.name << " " << gemm_backend_name(backend));
+            std::vector<float> one(rows * tokens), two(rows * tokens);
+            MatmulScratch single(simd::default_kernel_path(), 1, cols, backend), pair(simd::default_kernel_path(), 2, cols, backend);
+            matmul(w.weight, x.data(), one.data(), int(tokens), single);
+            matmul(w.weight, x.data(), two.data(), int(tokens), pair);
+            CHECK(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)) == 0);
+            size_t wrong = 0;
+            for (size_t tok = 0; tok < tokens; ++tok)
+                for (size_t r = 0; r < rows; ++r) {
+                    double exact = 0, magnitude = 0;
+                    for (size_t i = 0; i < cols; ++i) {
+                        const double p = double(w.values[r * cols + i]) * double(x[tok * cols + i]);
+                        exact += p;
+                        magnitude += std::abs(p);
+                    }
+                    wrong += !(std::abs(one[tok * rows + r] - exact) <= 1e-5 * magnitude);
+                }
+            CHECK(wrong == 0);
+        }
+    }
+}
+
+TEST_CASE("a GEMM batch gives bit-identical logits with 1 and 2 threads", "[prefill][threads]") {
+    const auto model = load_model(test::shared_path("golden/synth-llama-A.Q4_K_M.gguf"));
+    std::vector<int32_t> prompt;
+    for (int i = 0; i < 40; ++i) prompt.push_back(int32_t((i * 37 + 11) % 512));
+    for (const GemmBackend backend : kGemmBackends) {
+        INFO(gemm_backend_name(backend));
+        Session one(*model, SessionOptions{.n_threads = 1, .gemm = backend});
+        Session two(*model, SessionOptions{.n_threads = 2, .gemm = backend});
+        const auto l1 = one.eval(prompt, true);
+        const std::vector<float> a(l1.begin(), l1.end());
+        const auto l2 = two.eval(prompt, true);
+        CHECK(std::memcmp(a.data(), l2.data(), a.size() * sizeof(float)) == 0);
+    }
+}
+
+// Both ways are exact dequantization with float32 activations (reference kernels for single tokens,
+// a GEMM backend for the batch), so each is within 1e-4 of the float64 reference (test_forward) and
+// they differ only in float32 summation order: 2e-4 is the sum of the two bounds.
+TEST_CASE("a prompt evaluated in one GEMM batch and token by token give the same next-token log-probs within 2e-4", "[prefill][golden]") {
+    for (const char* format : {"F16", "Q8_0", "Q6_K", "Q4_K_M", "Q4_0"}) {
+        const std::string base = test::shared_path(std::string("golden/synth-llama-A.") + format);
+        const auto golden = nlohmann::json::parse(test::read_text(base + ".golden.json"));
+        const auto prompt = golden["prompt_tokens"].get<std::vector<int32_t>>();
+        const auto model = load_model(base + ".gguf");
+        for (const GemmBackend backend : kGemmBackends) {
+            INFO(format << " " << gemm_backend_name(backend));
+            const SessionOptions options{.n_threads = 2, .kv_type = KvType::F32, .kernels = simd::KernelPath::Reference, .gemm = backend};
+            Session batch(*model, options), single(*model, options);
+            const auto batched = log_softmax(batch.eval(prompt));
+            std::span<const float> last;
+            for (const int32_t t : prompt) last = single.eval(std::span(&t, 1));
+            CHECK(max_abs_difference(batched, log_softmax(last)) < 2e-4);
+        }
+    }
+}
+
+// With the reference kernels for the last token's output row, a forced backend carries the whole
+// prompt (24 tokens, over the cut-over) through float32 GEMM: the exact path's 1e-4 bound applies.
+TEST_CASE("every golden model's log-probs are within 1e-4 of the float64 reference through each GEMM backend", "[prefill][golden]") {
+    for (const char* format : {"F32", "F16", "BF16", "Q8_0", "Q6_K", "Q5_K_M", "Q5_1", "Q5_0", "Q4_K_M", "Q4_1", "Q4_0",
+                               "IQ4_NL", "IQ4_XS", "Q3_K_M", "Q2_K"}) {
+        const std::string base = test::shared_path(std::string("golden/synth-llama-A.") + format);
+        const auto golden = nlohmann::json::parse(test::read_text(base + ".golden.json"));
+        const auto prompt = golden["prompt_tokens"].get<std::vector<int32_t>>();
+        REQUIRE(int(prompt.size()) >= kGemmMinTokens);
+        const auto model = load_model(base + ".gguf");
+        for (const GemmBackend backend : kGemmBackends) {
+            INFO(format << " " << gemm_backend_name(backend));
+            Session session(*model, SessionOptions{.n_threads = 2, .kv_type = KvType::F32, .kernels = simd::KernelPath::Reference,
+                                                   .gemm = backend});
+            const auto logprobs = log_softmax(session.eval(prompt));
+            CHECK(max_abs_difference(logprobs, golden["ref_logprobs_last"].get<std::vector<double>>()) < 1e-4);
+        }
+    }
+}
+
+TEST_CASE("a long prompt runs in micro-batches and gives the logits of one big batch within float rounding", "[prefill]") {
+    const auto model = load_model(test::shared_path("golden/synth-llama-A.F16.gguf"));
+    std::vector<int32_t> prompt;
+    for (int i = 0; i < 100; ++i) prompt.push_back(int32_t((i * 53 + 5) % 512));
+    Session whole(*model, SessionOptions{.n_threads = 2, .kv_type = KvType::F32, .n_batch = 512, .gemm = GemmBackend::Openblas});
+    Session pieces(*model, SessionOptions{.n_threads = 2, .kv_type = KvType::F32, .n_batch = 32, .gemm = GemmBackend::Openblas});
+    const auto a = log_softmax(whole.eval(prompt));
+    CHECK(max_abs_difference(a, log_softmax(pieces.eval(prompt))) < 2e-4);
+}
