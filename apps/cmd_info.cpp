@@ -6,7 +6,9 @@
 #include "commands.h"
 #include "model_flags.h"
 #include "runtime/kv_cache.h"
+#include "runtime/matmul.h"
 #include "runtime/model.h"
+#include "runtime/session.h"
 
 namespace rill::cli {
 namespace {
@@ -63,6 +65,11 @@ int info(const InfoFlags& f) {
     const uint64_t kv_f16 = uint64_t(2) * hp.n_layer * hp.kv_dim() * kv_type_bytes(KvType::F16);
     const uint64_t kv_f32 = uint64_t(2) * hp.n_layer * hp.kv_dim() * kv_type_bytes(KvType::F32);
     const char* rope = hp.rope_style == RopeStyle::Norm ? "norm" : "neox";
+    // What evaluating a prompt adds, at the default micro-batch: float32 weight panels per thread for
+    // the GEMM backends (bounded, whatever the model's size) and the batch's activations.
+    const int threads = default_thread_count();
+    const size_t panel_bytes = gemm_scratch_bytes(*model, 1);
+    const size_t batch_bytes = batch_activation_bytes(hp, 512);
 
     if (f.json) {
         std::printf("{\"file\":\"%s\",\"gguf_version\":%u,\"architecture\":\"%s\",\"n_vocab\":%d,\"n_embd\":%d,"
@@ -78,9 +85,10 @@ int info(const InfoFlags& f) {
             first = false;
         }
         std::printf("},\"file_bytes\":%llu,\"weight_bytes\":%llu,\"kv_bytes_per_token_f16\":%llu,"
-                    "\"kv_bytes_per_token_f32\":%llu}\n",
+                    "\"kv_bytes_per_token_f32\":%llu,\"gemm_scratch_bytes_per_thread\":%zu,\"gemm_scratch_threads\":%d,"
+                    "\"batch_activation_bytes_512\":%zu}\n",
                     (unsigned long long)model->file.file_size(), (unsigned long long)model->weight_bytes(),
-                    (unsigned long long)kv_f16, (unsigned long long)kv_f32);
+                    (unsigned long long)kv_f16, (unsigned long long)kv_f32, panel_bytes, threads, batch_bytes);
         return 0;
     }
     std::printf("file          %s (GGUF v%u)\n", model->file.name().c_str(), model->file.version());
@@ -104,6 +112,9 @@ int info(const InfoFlags& f) {
                 (unsigned long long)model->weight_bytes());
     std::printf("KV cache      %s per token (f16), %s per token (f32)\n", human_bytes(double(kv_f16)).c_str(),
                 human_bytes(double(kv_f32)).c_str());
+    std::printf("prompt scratch %s per thread for GEMM panels (%s at %d threads), %s of activations per 512-token micro-batch\n",
+                human_bytes(double(panel_bytes)).c_str(), human_bytes(double(panel_bytes) * threads).c_str(), threads,
+                human_bytes(double(batch_bytes)).c_str());
     return 0;
 }
 

@@ -44,6 +44,12 @@ Session::Session(const Model& model, const SessionOptions& options)
     head_buf_.resize(size_t(n_threads_) * hp.head_dim);
 }
 
+size_t batch_activation_bytes(const Hparams& hp, int n_batch) {
+    const size_t per_token = 2 * size_t(hp.n_embd) + 2 * size_t(hp.q_dim()) + 2 * size_t(hp.kv_dim()) + 2 * size_t(hp.n_ff) +
+                             size_t(hp.n_rot);
+    return per_token * size_t(n_batch) * sizeof(float);
+}
+
 void Session::ensure_batch(int n) {
     if (n <= capacity_) return;
     const Hparams& hp = model_.hp;

@@ -24,6 +24,10 @@ struct SessionOptions {
 
 int default_thread_count();
 
+// Activation buffers a micro-batch of n_batch tokens needs (ensure_batch below), in bytes; with
+// gemm_scratch_bytes and the KV cache this is all a prompt adds to the weights.
+size_t batch_activation_bytes(const Hparams& hp, int n_batch);
+
 class Session {
 public:
     Session(const Model& model, const SessionOptions& options);

@@ -53,10 +53,24 @@ first=$(cut -d' ' -f1 "$expected/greedy_ids_n200.txt")
 "$rill" eval -m "$stories" --tokens 1 --out "$tmp/bos.f32" | grep -q "\"argmax_last\":$first}" && pass "eval argmax after BOS" ||
   fail "eval argmax after BOS"
 
+# Each GEMM backend, forced, evaluates the same 41-token prompt (a GEMM-sized batch; stories260K is
+# F32, so every backend is float32 arithmetic on the same values) to the same next token, in pieces
+# of 16 too; an unknown backend or an empty micro-batch is refused, naming the flag.
+for gemm in native onednn openblas; do
+  "$rill" eval -m "$stories" --tokens "1,$ids" --gemm $gemm --out "$tmp/g.f32" >"$tmp/g.json" 2>"$tmp/g.err" &&
+    cmp -s <(sed 's/"argmax_last":[0-9]*//' "$tmp/g.json") <(sed 's/"argmax_last":[0-9]*//' "$tmp/eval.json") &&
+    grep -q "$(grep -o '"argmax_last":[0-9]*' "$tmp/eval.json")" "$tmp/g.json" && pass "eval with --gemm $gemm" ||
+    fail "eval with --gemm $gemm: $(cat "$tmp/g.json" "$tmp/g.err")"
+done
+"$rill" eval -m "$stories" --tokens "1,$ids" --ubatch 16 --out "$tmp/u.f32" | grep -q "$(grep -o '"argmax_last":[0-9]*' "$tmp/eval.json")" &&
+  pass "eval in micro-batches of 16" || fail "eval in micro-batches of 16"
+
 # info names the architecture and the sizes.
 "$rill" info -m "$stories" >"$tmp/info.txt" && grep -q "architecture  llama" "$tmp/info.txt" && grep -q "KV cache" "$tmp/info.txt" &&
   pass "info" || fail "info"
 "$rill" info -m "$stories" --json | grep -q '"kv_bytes_per_token_f16":640' && pass "info --json" || fail "info --json"
+grep -q "prompt scratch .* per thread for GEMM panels" "$tmp/info.txt" && pass "info reports the prompt scratch" ||
+  fail "info reports the prompt scratch: $(cat "$tmp/info.txt")"
 
 # Errors: one line on stderr, exit 2 for usage, 1 for everything else; never a crash.
 expect_error() {  # expected-code description args...
@@ -80,6 +94,9 @@ expect_error 2 "unknown flag" run -m "$stories" --bogus
 expect_error 2 "missing model" run -p hi
 expect_error 2 "non-numeric -n" run -m "$stories" -n abc
 expect_error 2 "negative threads" run -m "$stories" -t -3
+expect_error 2 "unknown GEMM backend" run -m "$stories" --gemm cublas
+grep -q -- "--gemm" "$tmp/e" && pass "--gemm error names the flag" || fail "--gemm error names the flag: $(cat "$tmp/e")"
+expect_error 2 "empty micro-batch" eval -m "$stories" --tokens 1 --out "$tmp/x" --ubatch 0
 expect_error 2 "bad token list" eval -m "$stories" --tokens 1,x,3 --out "$tmp/x.f32"
 expect_error 1 "token id outside the vocabulary" eval -m "$stories" --tokens 1,99999 --out "$tmp/x.f32"
 expect_error 1 "GGUF version 99" run -m "$tmp/v99.gguf"
