@@ -17,10 +17,16 @@ std::string_view gemm_backend_name(GemmBackend backend);
 GemmBackend parse_gemm_backend(std::string_view name);
 
 // c[i][j] = sum over p of a[i][p] * b[j][p], for i < m, j < n, p < k. a is m rows of k floats,
-// b is n rows of k floats, c has rows ldc floats apart. Runs on the calling thread alone, so a team
-// of threads can each multiply its own panel, and a panel's result never depends on the team's size.
+// b is n rows of k floats; rows of a, b and c are lda, ldb and ldc floats apart (0: k, k and n).
+// Runs on the calling thread alone when called inside a parallel region whose task has set
+// omp_set_num_threads(1), so a team of threads can each multiply its own panel, and a panel's result
+// never depends on the team's size.
 struct GemmShape {
     int m = 0, n = 0, k = 0, ldc = 0;
+    int lda = 0, ldb = 0;
+    int row_a() const { return lda > 0 ? lda : k; }
+    int row_b() const { return ldb > 0 ? ldb : k; }
+    int row_c() const { return ldc > 0 ? ldc : n; }
 };
 
 void openblas_gemm(const GemmShape& shape, const float* a, const float* b, float* c);

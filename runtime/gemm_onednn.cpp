@@ -31,7 +31,7 @@ struct OnednnGemm {
     dnnl::engine engine;
     struct PerThread {
         dnnl::stream stream;
-        std::map<std::tuple<int, int, int, int>, Primitive> primitives;
+        std::map<std::tuple<int, int, int, int, int, int>, Primitive> primitives;
         std::string last_impl;
     };
     std::vector<PerThread> threads;
@@ -56,10 +56,10 @@ namespace {
 Primitive make_primitive(const dnnl::engine& engine, const GemmShape& s) {
     using dt = dnnl::memory::data_type;
     using dims = dnnl::memory::dims;
-    // B is n rows of k floats; oneDNN's weights are k × n, so element (p, j) sits at j * k + p.
-    const dnnl::memory::desc a_md(dims{s.m, s.k}, dt::f32, dims{s.k, 1});
-    const dnnl::memory::desc b_md(dims{s.k, s.n}, dt::f32, dims{1, s.k});
-    const dnnl::memory::desc c_md(dims{s.m, s.n}, dt::f32, dims{s.ldc, 1});
+    // B is n rows of ldb floats; oneDNN's weights are k × n, so element (p, j) sits at j * ldb + p.
+    const dnnl::memory::desc a_md(dims{s.m, s.k}, dt::f32, dims{s.row_a(), 1});
+    const dnnl::memory::desc b_md(dims{s.k, s.n}, dt::f32, dims{1, s.row_b()});
+    const dnnl::memory::desc c_md(dims{s.m, s.n}, dt::f32, dims{s.row_c(), 1});
     dnnl::primitive_attr attr;
     // The library's own scratchpad is shared between primitives and unsafe when threads run at once.
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -79,7 +79,7 @@ Primitive make_primitive(const dnnl::engine& engine, const GemmShape& s) {
 
 void onednn_gemm(OnednnGemm& state, int thread, const GemmShape& s, const float* a, const float* b, float* c) {
     OnednnGemm::PerThread& me = state.threads.at(size_t(thread));
-    const auto key = std::make_tuple(s.m, s.n, s.k, s.ldc);
+    const auto key = std::make_tuple(s.m, s.n, s.k, s.row_a(), s.row_b(), s.row_c());
     auto it = me.primitives.find(key);
     if (it == me.primitives.end()) {
         if (me.primitives.size() >= kMaxShapes) me.primitives.clear();

@@ -8,6 +8,7 @@
 #include <string>
 #include <thread>
 
+#include "attention_batch.h"
 #include "error.h"
 #include "simd/dot.h"
 
@@ -133,10 +134,15 @@ void Session::forward_chunk(std::span<const int32_t> tokens, bool all_logits, fl
 }
 
 // Causal grouped-query attention of the chunk's queries over every cached position up to their own.
-// The integer paths read keys and values straight from the cache's F16 (or F32) rows; the reference
-// path widens them one by one.
+// A prompt-sized chunk goes to batch_attention's GEMMs. Otherwise the integer paths read keys and
+// values straight from the cache's F16 (or F32) rows, and the reference path widens them one by one.
 void Session::attention(int layer, int n_tokens) {
     const Hparams& hp = model_.hp;
+    if (scratch_.gemm != GemmBackend::Native && n_tokens >= scratch_.gemm_min_tokens) {
+        const GemmBackend backend = scratch_.gemm == GemmBackend::Onednn ? GemmBackend::Onednn : GemmBackend::Openblas;
+        return batch_attention(hp, kv_, layer, pos_, n_tokens, q_.data(), attn_.data(), backend, scratch_.onednn.get(), n_threads_,
+                               attention_scratch_);
+    }
     const int D = hp.head_dim, group = hp.n_head / hp.n_head_kv;
     const float scale = 1.0f / std::sqrt(float(D));
     const int pairs = n_tokens * hp.n_head;

@@ -6,6 +6,7 @@
 #include <span>
 #include <vector>
 
+#include "attention_batch.h"
 #include "kv_cache.h"
 #include "model.h"
 #include "matmul.h"
@@ -57,6 +58,7 @@ private:
     int pos_ = 0;
     KvCache kv_;
     MatmulScratch scratch_;
+    AttentionScratch attention_scratch_;
     // Activations for a chunk of tokens, [tokens][features].
     int capacity_ = 0;
     std::vector<float> x_, xn_, q_, k_, v_, attn_, gate_, up_, rope_;
