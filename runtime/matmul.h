@@ -21,8 +21,8 @@ inline constexpr int kGemmMinTokens = 16;
 
 // Which backend multiplies a batch of n_tokens by a weight of this type. A forced backend is used
 // from min_tokens up. Auto follows bench_gemm's measurements (README, "Prompt processing"): the
-// integer decode kernels match or beat float GEMM on Q4_0 and Q8_0 at every batch size, and OpenBLAS
-// takes the other types from a batch size that depends on what dequantizing the type costs.
+// integer decode kernels beat float GEMM on Q4_0 at every batch size, and OpenBLAS takes the other
+// types from a batch size that depends on what dequantizing the type costs.
 GemmBackend choose_gemm(GemmBackend requested, TensorType type, int n_tokens, int min_tokens = kGemmMinTokens);
 
 // Weight rows dequantized at a time per thread for the GEMM backends: about this many bytes of

@@ -1,6 +1,9 @@
 #include "convert.h"
 
+#include <cstring>
+
 #include "gemv.h"
+#include "quant/block_layouts.h"
 #include "quant/fp16.h"
 
 #if defined(__x86_64__) || defined(_M_X64)
@@ -12,12 +15,116 @@ namespace rill::simd {
 namespace {
 
 #ifdef RILL_X86
+#define RILL_AVX2 __attribute__((target("avx2,fma,f16c")))
+
 // F16C's conversion is exact for every half value, subnormals and NaNs included.
-__attribute__((target("avx2,f16c"))) void f16_to_f32_f16c(const uint16_t* in, float* out, size_t n) {
+RILL_AVX2 void f16_to_f32_f16c(const uint16_t* in, float* out, size_t n) {
     size_t i = 0;
     for (; i + 8 <= n; i += 8)
         _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
     for (; i < n; ++i) out[i] = f16_to_f32(in[i]);
+}
+
+// Eight bytes as eight int32 lanes.
+RILL_AVX2 inline __m256i widen8(const uint8_t* p) {
+    int64_t bytes;
+    std::memcpy(&bytes, p, 8);
+    return _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(bytes));
+}
+
+// As quant/dequantize.cpp: float(q) * d per 32-weight block.
+RILL_AVX2 void dequantize_q8_0_avx2(const uint8_t* src, float* out, size_t n_blocks) {
+    for (size_t i = 0; i < n_blocks; ++i, out += 32) {
+        const uint8_t* block = src + i * sizeof(BlockQ8_0);
+        uint16_t d16;
+        std::memcpy(&d16, block, 2);
+        const __m256 d = _mm256_set1_ps(f16_to_f32(d16));
+        for (int j = 0; j < 32; j += 8) {
+            int64_t bytes;
+            std::memcpy(&bytes, block + 2 + j, 8);
+            const __m256 q = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(bytes)));
+            _mm256_storeu_ps(out + j, _mm256_mul_ps(q, d));
+        }
+    }
+}
+
+// As quant/dequantize.cpp: float(nibble - 8) * d, low nibbles first.
+RILL_AVX2 void dequantize_q4_0_avx2(const uint8_t* src, float* out, size_t n_blocks) {
+    const __m256i low4 = _mm256_set1_epi32(0x0f), eight = _mm256_set1_epi32(8);
+    for (size_t i = 0; i < n_blocks; ++i, out += 32) {
+        const uint8_t* block = src + i * sizeof(BlockQ4_0);
+        uint16_t d16;
+        std::memcpy(&d16, block, 2);
+        const __m256 d = _mm256_set1_ps(f16_to_f32(d16));
+        for (int j = 0; j < 16; j += 8) {
+            const __m256i v = widen8(block + 2 + j);
+            const __m256 lo = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_and_si256(v, low4), eight));
+            const __m256 hi = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(v, 4), eight));
+            _mm256_storeu_ps(out + j, _mm256_mul_ps(lo, d));
+            _mm256_storeu_ps(out + 16 + j, _mm256_mul_ps(hi, d));
+        }
+    }
+}
+
+// As quant/dequantize.cpp: d1 * q - m1, a multiply then a subtraction (never fused), per sub-block.
+RILL_AVX2 void dequantize_q4_k_avx2(const uint8_t* src, float* out, size_t n_blocks) {
+    const __m256i low4 = _mm256_set1_epi32(0x0f);
+    for (size_t i = 0; i < n_blocks; ++i) {
+        BlockQ4_K b;
+        std::memcpy(&b, src + i * sizeof b, sizeof b);
+        const float d = f16_to_f32(b.d), dmin = f16_to_f32(b.dmin);
+        const uint8_t* q = b.qs;
+        for (int sub = 0; sub < 8; sub += 2, q += 32) {
+            int sc[2], m[2];
+            for (int h = 0; h < 2; ++h) {
+                const int j = sub + h;
+                sc[h] = j < 4 ? b.scales[j] & 63 : (b.scales[j + 4] & 0x0f) | ((b.scales[j - 4] >> 6) << 4);
+                m[h] = j < 4 ? b.scales[j + 4] & 63 : (b.scales[j + 4] >> 4) | ((b.scales[j] >> 6) << 4);
+            }
+            const __m256 d1 = _mm256_set1_ps(d * float(sc[0])), m1 = _mm256_set1_ps(dmin * float(m[0]));
+            const __m256 d2 = _mm256_set1_ps(d * float(sc[1])), m2 = _mm256_set1_ps(dmin * float(m[1]));
+            for (int l = 0; l < 32; l += 8) {
+                const __m256i v = widen8(q + l);
+                const __m256 lo = _mm256_cvtepi32_ps(_mm256_and_si256(v, low4));
+                const __m256 hi = _mm256_cvtepi32_ps(_mm256_srli_epi32(v, 4));
+                _mm256_storeu_ps(out + l, _mm256_sub_ps(_mm256_mul_ps(d1, lo), m1));
+                _mm256_storeu_ps(out + 32 + l, _mm256_sub_ps(_mm256_mul_ps(d2, hi), m2));
+            }
+            out += 64;
+        }
+    }
+}
+
+// As quant/dequantize.cpp: (d * scale) * q, rounded in that order.
+RILL_AVX2 void dequantize_q6_k_avx2(const uint8_t* src, float* out, size_t n_blocks) {
+    const __m256i low4 = _mm256_set1_epi32(0x0f), two = _mm256_set1_epi32(3), offset = _mm256_set1_epi32(32);
+    for (size_t i = 0; i < n_blocks; ++i) {
+        BlockQ6_K b;
+        std::memcpy(&b, src + i * sizeof b, sizeof b);
+        const float d = f16_to_f32(b.d);
+        const uint8_t* ql = b.ql;
+        const uint8_t* qh = b.qh;
+        const int8_t* sc = b.scales;
+        for (int half = 0; half < 2; ++half, ql += 64, qh += 32, sc += 8, out += 128) {
+            for (int l = 0; l < 32; l += 8) {
+                const int s = l / 16;
+                const __m256i lo = widen8(ql + l), lo32 = widen8(ql + l + 32), high = widen8(qh + l);
+                const __m256i q1 = _mm256_or_si256(_mm256_and_si256(lo, low4), _mm256_slli_epi32(_mm256_and_si256(high, two), 4));
+                const __m256i q2 = _mm256_or_si256(_mm256_and_si256(lo32, low4),
+                                                   _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(high, 2), two), 4));
+                const __m256i q3 = _mm256_or_si256(_mm256_srli_epi32(lo, 4),
+                                                   _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(high, 4), two), 4));
+                const __m256i q4 = _mm256_or_si256(_mm256_srli_epi32(lo32, 4),
+                                                   _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(high, 6), two), 4));
+                const __m256i qs[4] = {q1, q2, q3, q4};
+                for (int k = 0; k < 4; ++k) {
+                    const __m256 scale = _mm256_set1_ps(d * float(sc[s + 2 * k]));
+                    const __m256 v = _mm256_cvtepi32_ps(_mm256_sub_epi32(qs[k], offset));
+                    _mm256_storeu_ps(out + 32 * k + l, _mm256_mul_ps(scale, v));
+                }
+            }
+        }
+    }
 }
 #endif
 
@@ -29,6 +136,22 @@ void f16_to_f32_row(const uint16_t* in, float* out, size_t n) {
     if (cpu_supports(KernelPath::Avx2)) return f16_to_f32_f16c(in, out, n);
 #endif
     for (size_t i = 0; i < n; ++i) out[i] = f16_to_f32(in[i]);
+}
+
+void dequantize_row(TensorType type, const uint8_t* row, float* out, size_t n) {
+#ifdef RILL_X86
+    if (cpu_supports(KernelPath::Avx2)) {
+        switch (type) {
+            case TensorType::F16: return f16_to_f32_f16c(reinterpret_cast<const uint16_t*>(row), out, n);
+            case TensorType::Q4_0: return dequantize_q4_0_avx2(row, out, n / 32);
+            case TensorType::Q8_0: return dequantize_q8_0_avx2(row, out, n / 32);
+            case TensorType::Q4_K: return dequantize_q4_k_avx2(row, out, n / 256);
+            case TensorType::Q6_K: return dequantize_q6_k_avx2(row, out, n / 256);
+            default: break;
+        }
+    }
+#endif
+    rill::dequantize_row(type, row, out, n);
 }
 
 }  // namespace rill::simd

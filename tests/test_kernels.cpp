@@ -12,6 +12,7 @@
 #include "quant/quantize.h"
 #include "quant/tensor_type.h"
 #include "runtime/matmul.h"
+#include "simd/convert.h"
 #include "simd/gemv.h"
 
 using namespace rill;
@@ -218,5 +219,19 @@ TEST_CASE("matmul over an interleaved weight equals exact arithmetic for every r
                 CHECK(std::abs(one[r] - exact) <= 1e-5 * magnitude);
             }
         }
+    }
+}
+
+TEST_CASE("vector dequantization gives the scalar reference's floats bit for bit for every type", "[kernels][dequantize]") {
+    const size_t cols = 1024;
+    for (const TensorTypeTraits& t : all_tensor_types()) {
+        if (!can_quantize(t.type)) continue;
+        INFO(t.name);
+        std::vector<uint8_t> row(row_bytes(t.type, cols));
+        quantize_row(t.type, random_floats(cols, 3).data(), row.data(), cols);
+        std::vector<float> scalar(cols), vector(cols);
+        dequantize_row(t.type, row.data(), scalar.data(), cols);
+        simd::dequantize_row(t.type, row.data(), vector.data(), cols);
+        CHECK(std::memcmp(scalar.data(), vector.data(), cols * sizeof(float)) == 0);
     }
 }

@@ -79,13 +79,14 @@ TEST_CASE("a batch below the cut-over always goes to the decode kernels", "[pref
     CHECK(choose_gemm(GemmBackend::Native, TensorType::F16, 512) == GemmBackend::Native);
 }
 
-TEST_CASE("auto sends float and k-quant prompt batches to OpenBLAS and keeps Q4_0 and Q8_0 on the decode kernels", "[prefill]") {
+TEST_CASE("auto sends float, Q8_0 and k-quant prompt batches to OpenBLAS and keeps Q4_0 on the decode kernels", "[prefill]") {
     CHECK(choose_gemm(GemmBackend::Auto, TensorType::F16, 512) == GemmBackend::Openblas);
     CHECK(choose_gemm(GemmBackend::Auto, TensorType::Q4_K, 512) == GemmBackend::Openblas);
     CHECK(choose_gemm(GemmBackend::Auto, TensorType::Q6_K, 512) == GemmBackend::Openblas);
     CHECK(choose_gemm(GemmBackend::Auto, TensorType::Q4_K, 32) == GemmBackend::Native);
     CHECK(choose_gemm(GemmBackend::Auto, TensorType::Q4_0, 512) == GemmBackend::Native);
-    CHECK(choose_gemm(GemmBackend::Auto, TensorType::Q8_0, 512) == GemmBackend::Native);
+    CHECK(choose_gemm(GemmBackend::Auto, TensorType::Q8_0, 512) == GemmBackend::Openblas);
+    CHECK(choose_gemm(GemmBackend::Auto, TensorType::Q8_0, 64) == GemmBackend::Native);
 }
 
 TEST_CASE("an unknown GEMM backend is an error that names the choices", "[prefill]") {
