@@ -336,32 +336,57 @@ static float dot_row_iq4_xs(const uint8_t* w, size_t n, const uint8_t* act) {
 // ---- Eight interleaved rows (quant/interleave.h) -------------------------------------------------
 // Q4_0: two rows share a register (row A's 16 quant bytes, then row B's), so one pair of masks
 // yields both rows' low and high nibbles and each activation half is broadcast once for all rows.
-static void dot_groups_q4_0(const uint8_t* groups, size_t n_groups, size_t n, const uint8_t* act, float* out) {
+// A prompt batch passes T tokens: the nibbles are unpacked once for all of them, and each token's
+// arithmetic is the same operations in the same order as with T = 1, so results do not depend on
+// how tokens are grouped.
+template <int T>
+static void dot_groups_q4_0_tokens(const uint8_t* groups, size_t n_groups, size_t n, const uint8_t* const* acts, float* const* outs) {
     const size_t nb = n / 32;
-    const int8_t* q = reinterpret_cast<const int8_t*>(act);
-    const float* d = reinterpret_cast<const float*>(act + n);
-    const float* s = d + nb;
+    const int8_t* q[T];
+    const float* d[T];
+    const float* s[T];
+    for (int t = 0; t < T; ++t) {
+        q[t] = reinterpret_cast<const int8_t*>(acts[t]);
+        d[t] = reinterpret_cast<const float*>(acts[t] + n);
+        s[t] = d[t] + nb;
+    }
     for (size_t g = 0; g < n_groups; ++g) {
         const uint8_t* base = groups + g * nb * 144;
-        F32x8 acc = zero_f(), bias = zero_f();
+        F32x8 acc[T], bias[T];
+        for (int t = 0; t < T; ++t) acc[t] = bias[t] = zero_f();
         for (size_t b = 0; b < nb; ++b) {
             const uint8_t* chunk = base + b * 144;
             prefetch_ahead(chunk, 144);
-            const I8x32 x_lo = broadcast16(q + 32 * b), x_hi = broadcast16(q + 32 * b + 16);
-            I32x8 p[4];
+            I8x32 lo[4], hi[4];
             for (int k = 0; k < 4; ++k) {
                 const I8x32 bytes = load_bytes(chunk + 16 + 32 * k);
-                p[k] = sum_pairs(add16(mul_u8s8(and_bytes(bytes, 0x0f), x_lo), mul_u8s8(shr_and(bytes, 4, 0x0f), x_hi)));
+                lo[k] = and_bytes(bytes, 0x0f);
+                hi[k] = shr_and(bytes, 4, 0x0f);
             }
-            const I32x8 sums = hadd32(hadd32(p[0], p[1]), hadd32(p[2], p[3]));  // lanes in kInterleaveLanes order
             const F32x8 dw = load_f16(chunk);
-            acc = fma_f(to_f32(sums), mul_f(dw, splat_f(d[b])), acc);
-            bias = fma_f(dw, splat_f(s[b]), bias);
+            for (int t = 0; t < T; ++t) {
+                const I8x32 x_lo = broadcast16(q[t] + 32 * b), x_hi = broadcast16(q[t] + 32 * b + 16);
+                I32x8 p[4];
+                for (int k = 0; k < 4; ++k) p[k] = sum_pairs(add16(mul_u8s8(lo[k], x_lo), mul_u8s8(hi[k], x_hi)));
+                const I32x8 sums = hadd32(hadd32(p[0], p[1]), hadd32(p[2], p[3]));  // lanes in kInterleaveLanes order
+                acc[t] = fma_f(to_f32(sums), mul_f(dw, splat_f(d[t][b])), acc[t]);
+                bias[t] = fma_f(dw, splat_f(s[t][b]), bias[t]);
+            }
         }
-        float lanes[8];
-        store_f32(lanes, fma_f(bias, splat_f(-8.0f), acc));
-        for (int i = 0; i < 8; ++i) out[8 * g + size_t(kInterleaveLanes[i])] = lanes[i];
+        for (int t = 0; t < T; ++t) {
+            float lanes[8];
+            store_f32(lanes, fma_f(bias[t], splat_f(-8.0f), acc[t]));
+            for (int i = 0; i < 8; ++i) outs[t][8 * g + size_t(kInterleaveLanes[i])] = lanes[i];
+        }
     }
+}
+
+static void dot_groups_q4_0(const uint8_t* groups, size_t n_groups, size_t n, const uint8_t* act, float* out) {
+    dot_groups_q4_0_tokens<1>(groups, n_groups, n, &act, &out);
+}
+
+static void dot_groups_q4_0_pair(const uint8_t* groups, size_t n_groups, size_t n, const uint8_t* const* acts, float* const* outs) {
+    dot_groups_q4_0_tokens<2>(groups, n_groups, n, acts, outs);
 }
 
 static void dot_groups_q8_0(const uint8_t* groups, size_t n_groups, size_t n, const uint8_t* act, float* out) {
@@ -557,6 +582,7 @@ static const GemvKernels kKernels = {
     dot_groups_q8_0,
     dot_groups_q4_k,
     dot_groups_q6_k,
+    dot_groups_q4_0_pair,
     weighted_sum<4, load_f32_bytes, scalar_f32>,
     weighted_sum<2, load_f16, scalar_f16>,
 };

@@ -235,3 +235,27 @@ TEST_CASE("vector dequantization gives the scalar reference's floats bit for bit
         CHECK(std::memcmp(scalar.data(), vector.data(), cols * sizeof(float)) == 0);
     }
 }
+
+TEST_CASE("the two-token Q4_0 group kernel gives each token exactly its single-token results", "[kernels][interleave]") {
+    const size_t cols = 256, rows = 16;
+    const size_t stride = row_bytes(TensorType::Q4_0, cols);
+    std::vector<uint8_t> bytes(stride * rows);
+    for (size_t r = 0; r < rows; ++r) quantize_row(TensorType::Q4_0, random_floats(cols, uint32_t(70 + r)).data(), bytes.data() + r * stride, cols);
+    interleave_rows(TensorType::Q4_0, bytes.data(), rows, stride);
+    for (const simd::KernelPath path : integer_paths()) {
+        INFO(simd::kernel_path_name(path));
+        const simd::GemvKernels& k = simd::gemv_kernels(path);
+        REQUIRE(k.dot_groups_pair(TensorType::Q4_0) != nullptr);
+        std::vector<uint8_t> a0(simd::act_bytes(ActFormat::Q8x32, cols)), a1(a0.size());
+        k.prepare(ActFormat::Q8x32, random_floats(cols, 1).data(), cols, a0.data());
+        k.prepare(ActFormat::Q8x32, random_floats(cols, 2).data(), cols, a1.data());
+        std::vector<float> single0(rows), single1(rows), pair0(rows), pair1(rows);
+        k.dot_groups(TensorType::Q4_0)(bytes.data(), rows / 8, cols, a0.data(), single0.data());
+        k.dot_groups(TensorType::Q4_0)(bytes.data(), rows / 8, cols, a1.data(), single1.data());
+        const uint8_t* acts[2] = {a0.data(), a1.data()};
+        float* outs[2] = {pair0.data(), pair1.data()};
+        k.dot_groups_pair(TensorType::Q4_0)(bytes.data(), rows / 8, cols, acts, outs);
+        CHECK(std::memcmp(single0.data(), pair0.data(), rows * sizeof(float)) == 0);
+        CHECK(std::memcmp(single1.data(), pair1.data(), rows * sizeof(float)) == 0);
+    }
+}
