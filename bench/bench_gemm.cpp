@@ -1,8 +1,9 @@
-// Prompt-side matrix products: what each GEMM backend reaches on one thread for a dequantized panel,
+// Prompt-side matrix products: what each GEMM backend reaches for a dequantized panel (called outside
+// any parallel region, so on its own threads),
 // what dequantizing a panel costs per weight type, and the whole batched product (panels on a team
 // of threads) against the decode kernels at growing batch sizes, which sets kGemmMinTokens and the
 // default backend.
-//   build/bin/bench_gemm --benchmark_filter=panel      GFLOP/s per backend and shape, one thread
+//   build/bin/bench_gemm --benchmark_filter=panel      GFLOP/s per backend and shape, on the library's own threads
 //   build/bin/bench_gemm --benchmark_filter=matmul/Q4_0  batched product, 2 threads, by batch size
 #include <benchmark/benchmark.h>
 
