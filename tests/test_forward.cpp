@@ -6,6 +6,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "numeric.h"
 #include "quant/fp16.h"
 #include "runtime/generate.h"
 #include "runtime/session.h"
@@ -20,17 +21,6 @@ const char* const kGoldenFormats[] = {"F32",  "F16",  "BF16", "Q8_0",   "Q6_K", 
                                       "Q4_K_M", "Q4_1", "Q4_0", "IQ4_NL", "IQ4_XS", "Q3_K_M", "Q2_K"};
 
 std::string stories_path() { return test::shared_path("models/stories260K/stories260K.gguf"); }
-
-std::vector<double> log_softmax(std::span<const float> logits) {
-    double max = logits[0];
-    for (float x : logits) max = std::max<double>(max, x);
-    double sum = 0;
-    for (float x : logits) sum += std::exp(double(x) - max);
-    const double log_sum = max + std::log(sum);
-    std::vector<double> out;
-    for (float x : logits) out.push_back(double(x) - log_sum);
-    return out;
-}
 
 SessionOptions exact_options(int threads = 1) {
     SessionOptions o;
@@ -165,7 +155,7 @@ TEST_CASE("every golden model's next-token log-probs are within 1e-4 of the floa
         const auto model = load_model(base + ".gguf");
         Session session(*model, exact_options(2));
         const auto prompt = golden["prompt_tokens"].get<std::vector<int32_t>>();
-        const auto logprobs = log_softmax(session.eval(prompt));
+        const auto logprobs = test::log_softmax(session.eval(prompt));
         const auto reference = golden["ref_logprobs_last"].get<std::vector<double>>();
         REQUIRE(logprobs.size() == reference.size());
         double worst = 0;
@@ -185,7 +175,7 @@ TEST_CASE("on every integer kernel path each golden model stays within 1.25x lla
             INFO(simd::kernel_path_name(path) << " " << format);
             Golden g = open_golden(format, path);
             const nlohmann::json& golden = g.data;
-            const auto logprobs = log_softmax(g.session->eval(golden["prompt_tokens"].get<std::vector<int32_t>>()));
+            const auto logprobs = test::log_softmax(g.session->eval(golden["prompt_tokens"].get<std::vector<int32_t>>()));
             const auto reference = golden["ref_logprobs_last"].get<std::vector<double>>();
             const auto llama = golden["llamacpp_logprobs_last"].get<std::vector<double>>();
             double ours = 0, theirs = 0;

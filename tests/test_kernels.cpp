@@ -8,6 +8,8 @@
 #include <random>
 #include <vector>
 
+#include "numeric.h"
+#include "random_weight.h"
 #include "quant/interleave.h"
 #include "quant/quantize.h"
 #include "quant/tensor_type.h"
@@ -25,14 +27,6 @@ std::vector<simd::KernelPath> integer_paths() {
     for (const simd::KernelPath p : simd::supported_kernel_paths())
         if (p != simd::KernelPath::Reference) paths.push_back(p);
     return paths;
-}
-
-std::vector<float> random_floats(size_t n, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::vector<float> v(n);
-    for (float& x : v) x = normal(rng);
-    return v;
 }
 
 // The activation values a kernel actually multiplies by: q times its block's scale.
@@ -67,7 +61,7 @@ TEST_CASE("every integer path is available on the build's CPU family and the gen
 
 TEST_CASE("prepared activations round each element to its block's nearest 8-bit step", "[kernels]") {
     const size_t n = 1024;
-    const auto x = random_floats(n, 7);
+    const auto x = test::normal_floats(n, 7);
     for (const simd::KernelPath path : integer_paths()) {
         for (const ActFormat format : {ActFormat::Q8x32, ActFormat::Q8x256}) {
             INFO(simd::kernel_path_name(path) << " format " << int(format));
@@ -108,12 +102,12 @@ TEST_CASE("every kernel on every path equals exact arithmetic on its inputs with
             std::vector<uint8_t> weights(stride * rows);
             std::vector<float> dequantized(cols * rows);
             for (size_t r = 0; r < rows; ++r) {
-                auto w = random_floats(cols, uint32_t(100 + r));
+                auto w = test::normal_floats(cols, uint32_t(100 + r));
                 if (r == 1) std::fill(w.begin(), w.begin() + 256, 0.0f);  // an all-zero block
                 quantize_row(t.type, w.data(), weights.data() + r * stride, cols);
                 dequantize_row(t.type, weights.data() + r * stride, dequantized.data() + r * cols, cols);
             }
-            auto x = random_floats(cols, 3);
+            auto x = test::normal_floats(cols, 3);
             std::fill(x.begin() + 512, x.begin() + 768, 0.0f);  // all-zero activation blocks
             const ActFormat format = simd::act_format(t.type, path);
             std::vector<uint8_t> act(simd::act_bytes(format, cols));
@@ -141,8 +135,8 @@ TEST_CASE("a row's result does not depend on how many rows one call covers", "[k
         for (const TensorType type : {TensorType::Q4_0, TensorType::Q4_K, TensorType::F16}) {
             const size_t stride = row_bytes(type, cols);
             std::vector<uint8_t> weights(stride * rows);
-            for (size_t r = 0; r < rows; ++r) quantize_row(type, random_floats(cols, uint32_t(r)).data(), weights.data() + r * stride, cols);
-            const auto x = random_floats(cols, 9);
+            for (size_t r = 0; r < rows; ++r) quantize_row(type, test::normal_floats(cols, uint32_t(r)).data(), weights.data() + r * stride, cols);
+            const auto x = test::normal_floats(cols, 9);
             const ActFormat format = simd::act_format(type, path);
             std::vector<uint8_t> act(simd::act_bytes(format, cols));
             kernels.prepare(format, x.data(), cols, act.data());
@@ -159,7 +153,7 @@ TEST_CASE("interleaving rows and reading one back restores it byte for byte", "[
         INFO(traits(type).name);
         const size_t cols = 512, rows = 19, stride = row_bytes(type, cols);  // two groups and three rows more
         std::vector<uint8_t> plain(stride * rows);
-        for (size_t r = 0; r < rows; ++r) quantize_row(type, random_floats(cols, uint32_t(r)).data(), plain.data() + r * stride, cols);
+        for (size_t r = 0; r < rows; ++r) quantize_row(type, test::normal_floats(cols, uint32_t(r)).data(), plain.data() + r * stride, cols);
         std::vector<uint8_t> interleaved = plain;
         interleave_rows(type, interleaved.data(), rows, stride);
         CHECK(interleaved != plain);
@@ -181,25 +175,10 @@ TEST_CASE("matmul over an interleaved weight equals exact arithmetic for every r
     for (const simd::KernelPath path : integer_paths()) {
         for (const TensorType type : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
             INFO(simd::kernel_path_name(path) << " " << traits(type).name);
-            const size_t stride = row_bytes(type, cols);
-            std::vector<uint8_t> bytes(stride * rows);
-            std::vector<float> dequantized(cols * rows);
-            for (size_t r = 0; r < rows; ++r) {
-                quantize_row(type, random_floats(cols, uint32_t(50 + r)).data(), bytes.data() + r * stride, cols);
-                dequantize_row(type, bytes.data() + r * stride, dequantized.data() + r * cols, cols);
-            }
-            interleave_rows(type, bytes.data(), rows, stride);
-            GgufTensor tensor;
-            tensor.type = type;
-            tensor.n_dims = 2;
-            tensor.ne = {cols, rows, 1, 1};
-            tensor.n_elements = cols * rows;
-            tensor.n_bytes = bytes.size();
-            tensor.data = bytes.data();
-            Weight weight;
-            weight.tensor = &tensor;
-            weight.interleaved = true;
-            const auto x = random_floats(cols, 11);
+            const test::RandomWeight random(type, rows, cols, 50);
+            const std::vector<float>& dequantized = random.values;
+            const Weight& weight = random.weight;
+            const auto x = test::normal_floats(cols, 11);
             const ActFormat format = simd::act_format(type, path);
             std::vector<uint8_t> act(simd::act_bytes(format, cols));
             simd::gemv_kernels(path).prepare(format, x.data(), cols, act.data());
@@ -228,7 +207,7 @@ TEST_CASE("vector dequantization gives the scalar reference's floats bit for bit
         if (!can_quantize(t.type)) continue;
         INFO(t.name);
         std::vector<uint8_t> row(row_bytes(t.type, cols));
-        quantize_row(t.type, random_floats(cols, 3).data(), row.data(), cols);
+        quantize_row(t.type, test::normal_floats(cols, 3).data(), row.data(), cols);
         std::vector<float> scalar(cols), vector(cols);
         dequantize_row(t.type, row.data(), scalar.data(), cols);
         simd::dequantize_row(t.type, row.data(), vector.data(), cols);
@@ -240,15 +219,15 @@ TEST_CASE("the two-token Q4_0 group kernel gives each token exactly its single-t
     const size_t cols = 256, rows = 16;
     const size_t stride = row_bytes(TensorType::Q4_0, cols);
     std::vector<uint8_t> bytes(stride * rows);
-    for (size_t r = 0; r < rows; ++r) quantize_row(TensorType::Q4_0, random_floats(cols, uint32_t(70 + r)).data(), bytes.data() + r * stride, cols);
+    for (size_t r = 0; r < rows; ++r) quantize_row(TensorType::Q4_0, test::normal_floats(cols, uint32_t(70 + r)).data(), bytes.data() + r * stride, cols);
     interleave_rows(TensorType::Q4_0, bytes.data(), rows, stride);
     for (const simd::KernelPath path : integer_paths()) {
         INFO(simd::kernel_path_name(path));
         const simd::GemvKernels& k = simd::gemv_kernels(path);
         REQUIRE(k.dot_groups_pair(TensorType::Q4_0) != nullptr);
         std::vector<uint8_t> a0(simd::act_bytes(ActFormat::Q8x32, cols)), a1(a0.size());
-        k.prepare(ActFormat::Q8x32, random_floats(cols, 1).data(), cols, a0.data());
-        k.prepare(ActFormat::Q8x32, random_floats(cols, 2).data(), cols, a1.data());
+        k.prepare(ActFormat::Q8x32, test::normal_floats(cols, 1).data(), cols, a0.data());
+        k.prepare(ActFormat::Q8x32, test::normal_floats(cols, 2).data(), cols, a1.data());
         std::vector<float> single0(rows), single1(rows), pair0(rows), pair1(rows);
         k.dot_groups(TensorType::Q4_0)(bytes.data(), rows / 8, cols, a0.data(), single0.data());
         k.dot_groups(TensorType::Q4_0)(bytes.data(), rows / 8, cols, a1.data(), single1.data());

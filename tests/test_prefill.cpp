@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "numeric.h"
+#include "random_weight.h"
 #include "quant/interleave.h"
 #include "quant/quantize.h"
 #include "runtime/error.h"
@@ -19,50 +21,6 @@ using namespace rill;
 namespace {
 
 const GemmBackend kGemmBackends[] = {GemmBackend::Onednn, GemmBackend::Openblas};
-
-std::vector<float> normal_floats(size_t n, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::vector<float> v(n);
-    for (float& x : v) x = normal(rng);
-    return v;
-}
-
-// A weight of random rows in one type, laid out as the loader leaves it, and its exact values.
-struct RandomWeight {
-    std::vector<uint8_t> bytes;
-    std::vector<float> values;  // rows × cols, dequantized by the scalar reference
-    GgufTensor tensor;
-    Weight weight;
-    RandomWeight(TensorType type, size_t rows, size_t cols) : bytes(row_bytes(type, cols) * rows), values(rows * cols) {
-        const size_t stride = row_bytes(type, cols);
-        for (size_t r = 0; r < rows; ++r) {
-            quantize_row(type, normal_floats(cols, uint32_t(100 + r)).data(), bytes.data() + r * stride, cols);
-            dequantize_row(type, bytes.data() + r * stride, values.data() + r * cols, cols);
-        }
-        tensor.type = type;
-        tensor.n_dims = 2;
-        tensor.ne = {cols, rows, 1, 1};
-        tensor.n_elements = cols * rows;
-        tensor.n_bytes = bytes.size();
-        tensor.data = bytes.data();
-        weight.tensor = &tensor;
-        if (can_interleave(type)) {
-            interleave_rows(type, bytes.data(), rows, stride);
-            weight.interleaved = true;
-        }
-    }
-};
-
-std::vector<double> log_softmax(std::span<const float> logits) {
-    double max = logits[0];
-    for (const float x : logits) max = std::max<double>(max, x);
-    double sum = 0;
-    for (const float x : logits) sum += std::exp(double(x) - max);
-    std::vector<double> out;
-    for (const float x : logits) out.push_back(double(x) - max - std::log(sum));
-    return out;
-}
 
 double max_abs_difference(const std::vector<double>& a, const std::vector<double>& b) {
     double worst = 0;
@@ -110,10 +68,10 @@ TEST_CASE("panels stay bounded: whole multiples of 16 rows of about 2 MiB, never
 // it is ~80 ulps of headroom, and any wrong index or missed row is off by far more.
 TEST_CASE("each GEMM backend equals exact arithmetic on the dequantized weights for every type, with 1 or 2 threads", "[prefill]") {
     const size_t cols = 512, rows = 70, tokens = 20;  // eight groups of eight interleaved rows, and 6 more
-    const auto x = normal_floats(cols * tokens, 7);
+    const auto x = test::normal_floats(cols * tokens, 7);
     for (const TensorTypeTraits& t : all_tensor_types()) {
         if (!can_quantize(t.type)) continue;
-        const RandomWeight w(t.type, rows, cols);
+        const test::RandomWeight w(t.type, rows, cols, 100);
         for (const GemmBackend backend : kGemmBackends) {
             INFO(t.name << " " << gemm_backend_name(backend));
             std::vector<float> one(rows * tokens), two(rows * tokens);
@@ -165,10 +123,10 @@ TEST_CASE("a prompt evaluated in one GEMM batch and token by token give the same
             INFO(format << " " << gemm_backend_name(backend));
             const SessionOptions options{.n_threads = 2, .kv_type = KvType::F32, .kernels = simd::KernelPath::Reference, .gemm = backend};
             Session batch(*model, options), single(*model, options);
-            const auto batched = log_softmax(batch.eval(prompt));
+            const auto batched = test::log_softmax(batch.eval(prompt));
             std::span<const float> last;
             for (const int32_t t : prompt) last = single.eval(std::span(&t, 1));
-            CHECK(max_abs_difference(batched, log_softmax(last)) < 2e-4);
+            CHECK(max_abs_difference(batched, test::log_softmax(last)) < 2e-4);
         }
     }
 }
@@ -187,7 +145,7 @@ TEST_CASE("every golden model's log-probs are within 1e-4 of the float64 referen
             INFO(format << " " << gemm_backend_name(backend));
             Session session(*model, SessionOptions{.n_threads = 2, .kv_type = KvType::F32, .kernels = simd::KernelPath::Reference,
                                                    .gemm = backend});
-            const auto logprobs = log_softmax(session.eval(prompt));
+            const auto logprobs = test::log_softmax(session.eval(prompt));
             CHECK(max_abs_difference(logprobs, golden["ref_logprobs_last"].get<std::vector<double>>()) < 1e-4);
         }
     }
@@ -199,6 +157,6 @@ TEST_CASE("a long prompt runs in micro-batches and gives the logits of one big b
     for (int i = 0; i < 100; ++i) prompt.push_back(int32_t((i * 53 + 5) % 512));
     Session whole(*model, SessionOptions{.n_threads = 2, .kv_type = KvType::F32, .n_batch = 512, .gemm = GemmBackend::Openblas});
     Session pieces(*model, SessionOptions{.n_threads = 2, .kv_type = KvType::F32, .n_batch = 32, .gemm = GemmBackend::Openblas});
-    const auto a = log_softmax(whole.eval(prompt));
-    CHECK(max_abs_difference(a, log_softmax(pieces.eval(prompt))) < 2e-4);
+    const auto a = test::log_softmax(whole.eval(prompt));
+    CHECK(max_abs_difference(a, test::log_softmax(pieces.eval(prompt))) < 2e-4);
 }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "numeric.h"
 #include "quant/quantize.h"
 #include "quant/tensor_type.h"
 #include "runtime/gguf.h"
@@ -101,14 +102,6 @@ double round_trip_bound(TensorType type) {
     return 0.0;
 }
 
-std::vector<float> normal_row(size_t n, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::vector<float> row(n);
-    for (float& x : row) x = normal(rng);
-    return row;
-}
-
 std::vector<float> round_trip(TensorType type, const std::vector<float>& row) {
     std::vector<uint8_t> q(row_bytes(type, row.size()));
     quantize_row(type, row.data(), q.data(), row.size());
@@ -182,7 +175,7 @@ TEST_CASE("k-quant and IQ4 quantization of every golden tensor matches llama-qua
 }
 
 TEST_CASE("a random row round-trips through every type with small error", "[quantize]") {
-    const std::vector<float> row = normal_row(kRow, 1);
+    const std::vector<float> row = test::normal_floats(kRow, 1);
     for (const TensorTypeTraits& t : all_tensor_types()) {
         INFO(t.name);
         CHECK(relative_rmse(row, round_trip(t.type, row)) <= round_trip_bound(t.type));
@@ -201,7 +194,7 @@ TEST_CASE("an all-zero row decodes to exact zeros in every type", "[quantize]") 
 }
 
 TEST_CASE("one huge value in a row is kept and leaves the other blocks untouched in every type", "[quantize]") {
-    const std::vector<float> plain = normal_row(kRow, 2);
+    const std::vector<float> plain = test::normal_floats(kRow, 2);
     std::vector<float> spiked = plain;
     const size_t at = 300;  // inside the second 256-element super-block
     spiked[at] = 1000.0f;
@@ -228,7 +221,7 @@ TEST_CASE("one huge value in a row is kept and leaves the other blocks untouched
 }
 
 TEST_CASE("a negative-only row round-trips through every type with small error", "[quantize]") {
-    std::vector<float> row = normal_row(kRow, 3);
+    std::vector<float> row = test::normal_floats(kRow, 3);
     for (float& x : row) x = -std::fabs(x) - 0.25f;
     for (const TensorTypeTraits& t : all_tensor_types()) {
         INFO(t.name);
