@@ -583,10 +583,10 @@ int bench(const BenchFlags& f) {
     std::vector<RowResult> rows;
     bool peak_rss_reset = true;
     bool llama_started = false;
+    const bool any_prompt = std::any_of(tests.begin(), tests.end(), [](const BenchTest& b) { return b.n_prompt > 0; });
     for (const int t : threads) {
         status.show("bench: measuring memory bandwidth with " + std::to_string(t) + (t == 1 ? " thread" : " threads"), true);
         const double bandwidth = measure_read_bandwidth(t);
-        const bool any_prompt = std::any_of(tests.begin(), tests.end(), [](const BenchTest& b) { return b.n_prompt > 0; });
         if (any_prompt) status.show("bench: measuring multiply-add peak with " + std::to_string(t) + (t == 1 ? " thread" : " threads"), true);
         const double peak_gflops = any_prompt ? simd::measure_peak_gflops(t) : 0;
         peak_rss_reset = reset_peak_rss() && peak_rss_reset;

@@ -41,7 +41,5 @@ using OnednnGemmPtr = std::unique_ptr<OnednnGemm, OnednnGemmDeleter>;
 
 OnednnGemmPtr make_onednn_gemm(int n_threads);
 void onednn_gemm(OnednnGemm& state, int thread, const GemmShape& shape, const float* a, const float* b, float* c);
-// The implementation oneDNN picked for the last shape thread 0 ran, e.g. "gemm:jit" (for `rill info`).
-std::string_view onednn_implementation(const OnednnGemm& state);
 
 }  // namespace rill

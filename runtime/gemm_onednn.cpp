@@ -19,7 +19,6 @@ struct Primitive {
     dnnl::matmul matmul;
     dnnl::memory a, b, c, scratchpad;
     std::vector<uint8_t> scratchpad_bytes;
-    std::string impl;
 };
 
 // Different prompt lengths give different shapes; past this many a thread forgets the ones it has.
@@ -32,7 +31,6 @@ struct OnednnGemm {
     struct PerThread {
         dnnl::stream stream;
         std::map<std::tuple<int, int, int, int, int, int>, Primitive> primitives;
-        std::string last_impl;
     };
     std::vector<PerThread> threads;
 };
@@ -71,7 +69,6 @@ Primitive make_primitive(const dnnl::engine& engine, const GemmShape& s) {
     p.c = dnnl::memory(c_md, engine, DNNL_MEMORY_NONE);
     p.scratchpad_bytes.resize(pd.scratchpad_desc().get_size());
     p.scratchpad = dnnl::memory(pd.scratchpad_desc(), engine, p.scratchpad_bytes.data());
-    p.impl = pd.impl_info_str();
     return p;
 }
 
@@ -92,11 +89,6 @@ void onednn_gemm(OnednnGemm& state, int thread, const GemmShape& s, const float*
     p.matmul.execute(me.stream, {{DNNL_ARG_SRC, p.a}, {DNNL_ARG_WEIGHTS, p.b}, {DNNL_ARG_DST, p.c},
                                  {DNNL_ARG_SCRATCHPAD, p.scratchpad}});
     me.stream.wait();
-    if (thread == 0) me.last_impl = p.impl;
-}
-
-std::string_view onednn_implementation(const OnednnGemm& state) {
-    return state.threads.empty() ? std::string_view() : std::string_view(state.threads[0].last_impl);
 }
 
 }  // namespace rill

@@ -8,7 +8,6 @@
 #include <string>
 #include <thread>
 
-#include "attention_batch.h"
 #include "error.h"
 #include "simd/dot.h"
 

@@ -32,13 +32,18 @@ RILL_AVX2 inline __m256i widen8(const uint8_t* p) {
     return _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(bytes));
 }
 
+// A block's leading half-float scale, in every lane.
+RILL_AVX2 inline __m256 splat_half(const uint8_t* block) {
+    uint16_t d;
+    std::memcpy(&d, block, 2);
+    return _mm256_set1_ps(f16_to_f32(d));
+}
+
 // As quant/dequantize.cpp: float(q) * d per 32-weight block.
 RILL_AVX2 void dequantize_q8_0_avx2(const uint8_t* src, float* out, size_t n_blocks) {
     for (size_t i = 0; i < n_blocks; ++i, out += 32) {
         const uint8_t* block = src + i * sizeof(BlockQ8_0);
-        uint16_t d16;
-        std::memcpy(&d16, block, 2);
-        const __m256 d = _mm256_set1_ps(f16_to_f32(d16));
+        const __m256 d = splat_half(block);
         for (int j = 0; j < 32; j += 8) {
             int64_t bytes;
             std::memcpy(&bytes, block + 2 + j, 8);
@@ -53,9 +58,7 @@ RILL_AVX2 void dequantize_q4_0_avx2(const uint8_t* src, float* out, size_t n_blo
     const __m256i low4 = _mm256_set1_epi32(0x0f), eight = _mm256_set1_epi32(8);
     for (size_t i = 0; i < n_blocks; ++i, out += 32) {
         const uint8_t* block = src + i * sizeof(BlockQ4_0);
-        uint16_t d16;
-        std::memcpy(&d16, block, 2);
-        const __m256 d = _mm256_set1_ps(f16_to_f32(d16));
+        const __m256 d = splat_half(block);
         for (int j = 0; j < 16; j += 8) {
             const __m256i v = widen8(block + 2 + j);
             const __m256 lo = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_and_si256(v, low4), eight));
