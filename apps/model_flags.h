@@ -17,7 +17,12 @@ struct ModelFlags {
         cmd.add_flag("--no-mmap", no_mmap, "read the weights into memory instead of memory-mapping the file");
         cmd.add_flag("--mlock", mlock, "lock the weights in RAM so the OS never pages them out");
     }
-    LoadOptions load_options() const { return {!no_mmap, mlock}; }
+    LoadOptions load_options() const {
+        LoadOptions options;
+        options.use_mmap = !no_mmap;
+        options.lock = mlock;
+        return options;
+    }
 };
 
 }  // namespace rill::cli

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "chat_template.h"
+#include "completion.h"
 #include "error.h"
 #include "tokenizer.h"
 
@@ -11,18 +12,6 @@ namespace {
 
 double ms_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-}
-
-// Longest suffix of `text` that is a proper prefix of some stop string: text that must wait.
-size_t held_back(std::string_view text, const std::vector<std::string>& stops) {
-    size_t hold = 0;
-    for (const std::string& stop : stops)
-        for (size_t n = std::min(stop.size() - 1, text.size()); n > hold; --n)
-            if (text.substr(text.size() - n) == std::string_view(stop).substr(0, n)) {
-                hold = n;
-                break;
-            }
-    return hold;
 }
 
 }  // namespace
@@ -134,7 +123,7 @@ ChatReply Chat::send(const std::string& user, const std::function<void(std::stri
                 stopped = true;
             }
         }
-        const size_t showable = stopped ? reply.text.size() : reply.text.size() - held_back(reply.text, stops_);
+        const size_t showable = stopped ? reply.text.size() : reply.text.size() - stop_prefix_length(reply.text, stops_);
         if (shown == 0)  // the reply is shown, and kept, without the space a model may open it with
             while (shown < showable && reply.text[shown] == ' ') ++shown;
         if (showable > shown) {

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -54,8 +55,15 @@ FileBytes::FileBytes(const std::string& path, const LoadOptions& options) {
         ::madvise(addr_, size_, MADV_HUGEPAGE);
 #endif
         size_t done = 0;
+        constexpr size_t kReadBytes = size_t(64) << 20;  // a progress report per this many bytes
         while (done < size_) {
-            const ssize_t got = ::read(file.fd, static_cast<char*>(addr_) + done, size_ - done);
+            try {
+                report_progress(options, 0.9 * double(done) / double(size_));
+            } catch (...) {
+                release();
+                throw;
+            }
+            const ssize_t got = ::read(file.fd, static_cast<char*>(addr_) + done, std::min(kReadBytes, size_ - done));
             if (got < 0 && errno == EINTR) continue;
             if (got <= 0) {
                 const std::string message = got == 0 ? path + ": file shrank while reading" : os_error(path, "read failed");
@@ -67,6 +75,10 @@ FileBytes::FileBytes(const std::string& path, const LoadOptions& options) {
         ::mprotect(addr_, size_, PROT_READ);
     }
     if (options.lock) locked_ = ::mlock(addr_, size_) == 0;
+}
+
+void report_progress(const LoadOptions& options, double fraction) {
+    if (options.progress && !options.progress(fraction)) throw Error("loading cancelled");
 }
 
 uint8_t* FileBytes::writable(const uint8_t* p, size_t n) {

@@ -2,6 +2,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 
@@ -11,7 +12,13 @@ struct LoadOptions {
     bool use_mmap = true;  // false: read into anonymous memory, like llama.cpp's --no-mmap
     bool lock = false;     // mlock the bytes so they are never paged out
     bool interleave = true;  // regroup Q4_0/Q8_0 matrix rows for the decode kernels (quant/interleave.h)
+    // Called with the fraction done (0 to 1) while the file is read and prepared; returning false
+    // cancels the load, which then throws rill::Error("loading cancelled").
+    std::function<bool(double)> progress;
 };
+
+// Reports progress through options.progress and throws if it asks to cancel.
+void report_progress(const LoadOptions& options, double fraction);
 
 // Owns a read-only view of a file's bytes; releases the mapping or buffer on destruction.
 class FileBytes {

@@ -184,7 +184,11 @@ std::unique_ptr<Model> model_from_gguf(GgufFile file, bool interleave) {
 }
 
 std::unique_ptr<Model> load_model(const std::string& path, const LoadOptions& options) {
-    return model_from_gguf(GgufFile::open(path, options), options.interleave);
+    GgufFile file = GgufFile::open(path, options);
+    report_progress(options, 0.9);
+    auto model = model_from_gguf(std::move(file), options.interleave);
+    report_progress(options, 1.0);
+    return model;
 }
 
 }  // namespace rill

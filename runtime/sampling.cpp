@@ -23,14 +23,17 @@ int32_t Sampler::sample(std::span<const float> logits) {
     candidates_.clear();
     for (size_t i = 0; i < logits.size(); ++i) candidates_.push_back({int32_t(i), logits[i], 0.0f});
 
-    if (params_.repeat_penalty != 1.0f) {
+    if (params_.repeat_penalty != 1.0f || params_.presence_penalty != 0.0f || params_.frequency_penalty != 0.0f) {
         std::vector<int32_t> seen(recent_.begin(), recent_.end());
         std::sort(seen.begin(), seen.end());
-        seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
-        for (const int32_t id : seen) {
+        for (size_t i = 0; i < seen.size();) {
+            const int32_t id = seen[i];
+            size_t count = 0;
+            for (; i < seen.size() && seen[i] == id; ++i) ++count;
             if (id < 0 || size_t(id) >= candidates_.size()) continue;
             float& l = candidates_[size_t(id)].logit;
-            l = l > 0 ? l / params_.repeat_penalty : l * params_.repeat_penalty;
+            if (params_.repeat_penalty != 1.0f) l = l > 0 ? l / params_.repeat_penalty : l * params_.repeat_penalty;
+            l -= params_.presence_penalty + float(count) * params_.frequency_penalty;
         }
     }
     // Greedy: the first of the largest logits (ties go to the lower id).

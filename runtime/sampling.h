@@ -14,7 +14,11 @@ struct SamplingParams {
     float top_p = 0.95f;       // 1: off
     float min_p = 0.05f;       // 0: off; drops tokens below min_p × the top probability
     float repeat_penalty = 1.0f;  // 1: off; divides positive (multiplies negative) logits of recent tokens
-    int repeat_last_n = 64;       // how many recent tokens the penalty looks at
+    int repeat_last_n = 64;       // how many recent tokens the penalties look at
+    // OpenAI's penalties: a recent token's logit loses presence_penalty once, plus frequency_penalty
+    // for each time it occurs. 0: off.
+    float presence_penalty = 0.0f;
+    float frequency_penalty = 0.0f;
     uint64_t seed = 0;
 };
 

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -89,12 +91,27 @@ std::span<const float> Session::eval(std::span<const int32_t> tokens, bool all_l
 
 // One transformer pass over a chunk of tokens at positions pos_ .. pos_ + n - 1.
 void Session::forward_chunk(std::span<const int32_t> tokens, bool all_logits, float* logits_out) {
+    const int n = int(tokens.size());
+    places_.resize(size_t(n));
+    for (int t = 0; t < n; ++t) places_[size_t(t)] = {&kv_, pos_ + t};
+    forward_layers(tokens, places_, true);
+    pos_ += n;
+    if (logits_out == nullptr) return;
+    project_logits(all_logits ? 0 : n - 1, n, logits_out);
+    has_logits_ = true;
+}
+
+void Session::forward_layers(std::span<const int32_t> tokens, std::span<const RowPlace> places, bool one_sequence) {
     const Hparams& hp = model_.hp;
     const int n = int(tokens.size());
     const int E = hp.n_embd, Q = hp.q_dim(), KV = hp.kv_dim(), F = hp.n_ff;
     ensure_batch(n);
+    // Rows of different sequences stay on the decode kernels, whose per-row arithmetic does not
+    // depend on the batch: a stream's text must not change with who else is being served.
+    const int gemm_min_tokens = scratch_.gemm_min_tokens;
+    if (!one_sequence) scratch_.gemm_min_tokens = std::numeric_limits<int>::max();
     for (int t = 0; t < n; ++t) weight_row(model_.token_embd, tokens[size_t(t)], &x_[size_t(t) * E]);
-    for (int t = 0; t < n; ++t) rope_angles(hp, model_.rope_freqs, pos_ + t, &rope_[size_t(t) * hp.n_rot]);
+    for (int t = 0; t < n; ++t) rope_angles(hp, model_.rope_freqs, places[size_t(t)].pos, &rope_[size_t(t) * hp.n_rot]);
 
     for (int l = 0; l < hp.n_layer; ++l) {
         const LayerWeights& L = model_.layers[size_t(l)];
@@ -109,9 +126,9 @@ void Session::forward_chunk(std::span<const int32_t> tokens, bool all_logits, fl
             const float* angles = &rope_[size_t(t) * hp.n_rot];
             rope(&q_[size_t(t) * Q], hp.n_head, hp.head_dim, hp.n_rot, hp.rope_style, angles);
             rope(&k_[size_t(t) * KV], hp.n_head_kv, hp.head_dim, hp.n_rot, hp.rope_style, angles);
-            kv_.store(l, pos_ + t, &k_[size_t(t) * KV], &v_[size_t(t) * KV]);
+            places[size_t(t)].kv->store(l, places[size_t(t)].pos, &k_[size_t(t) * KV], &v_[size_t(t) * KV]);
         }
-        attention(l, n);
+        attention(l, n, places, one_sequence);
         matmul(L.wo, attn_.data(), xn_.data(), n, scratch_);
         for (size_t i = 0; i < size_t(n) * E; ++i) x_[i] += xn_[i];
 
@@ -123,21 +140,182 @@ void Session::forward_chunk(std::span<const int32_t> tokens, bool all_logits, fl
         matmul(L.ffn_down, gate_.data(), xn_.data(), n, scratch_);
         for (size_t i = 0; i < size_t(n) * E; ++i) x_[i] += xn_[i];
     }
-    pos_ += n;
+    scratch_.gemm_min_tokens = gemm_min_tokens;
+}
 
-    if (logits_out == nullptr) return;
-    const int first = all_logits ? 0 : n - 1;
+void Session::project_logits(int first, int n, float* out) {
+    const Hparams& hp = model_.hp;
+    const int E = hp.n_embd;
     for (int t = first; t < n; ++t)
         rmsnorm(&x_[size_t(t) * E], model_.output_norm, &xn_[size_t(t - first) * E], E, hp.rms_eps);
-    matmul(model_.output, xn_.data(), logits_out, n - first, scratch_);
+    matmul(model_.output, xn_.data(), out, n - first, scratch_);
+}
+
+std::span<const float> Session::eval_together(std::span<Session* const> sessions, std::span<const int32_t> tokens) {
+    if (sessions.empty()) throw Error("nothing to evaluate: no sessions");
+    if (sessions.size() != tokens.size())
+        throw Error("eval_together needs one token per session, got " + std::to_string(tokens.size()) + " tokens for " +
+                    std::to_string(sessions.size()) + " sessions");
+    Session& lead = *sessions[0];
+    const Hparams& hp = lead.model_.hp;
+    const size_t n = sessions.size(), n_vocab = size_t(hp.n_vocab);
+    for (size_t i = 0; i < n; ++i) {
+        const Session& s = *sessions[i];
+        if (&s.model_ != &lead.model_) throw Error("eval_together: the sessions use different models");
+        if (s.kv_.type != lead.kv_.type) throw Error("eval_together: the sessions use different KV cache types");
+        for (size_t j = 0; j < i; ++j)
+            if (sessions[j] == &s) throw Error("eval_together: a session appears twice in the batch");
+        if (s.pos_ >= s.n_ctx_)
+            throw Error("context overflow: session " + std::to_string(i) + " already holds " + std::to_string(s.pos_) +
+                        " tokens, its context size");
+        if (tokens[i] < 0 || tokens[i] >= hp.n_vocab)
+            throw Error("token id " + std::to_string(tokens[i]) + " is outside the vocabulary (0.." + std::to_string(hp.n_vocab - 1) + ")");
+    }
+    lead.places_.resize(n);
+    for (size_t i = 0; i < n; ++i) lead.places_[i] = {&sessions[i]->kv_, sessions[i]->pos_};
+    lead.forward_layers(tokens, lead.places_, n == 1);
+    lead.together_logits_.resize(n * n_vocab);
+    lead.project_logits(0, int(n), lead.together_logits_.data());
+    for (size_t i = 0; i < n; ++i) {
+        Session& s = *sessions[i];
+        ++s.pos_;
+        const float* row = &lead.together_logits_[i * n_vocab];
+        s.logits_.assign(row, row + n_vocab);
+        s.has_logits_ = true;
+    }
+    return lead.together_logits_;
+}
+
+std::span<const float> Session::last_logits() const {
+    if (!has_logits_) return {};
+    const size_t n_vocab = size_t(model_.hp.n_vocab);
+    return std::span<const float>(logits_).subspan(logits_.size() - n_vocab);
+}
+
+std::vector<float> Session::embed(std::span<const int32_t> tokens) {
+    const Hparams& hp = model_.hp;
+    if (tokens.empty()) throw Error("nothing to embed: no tokens");
+    if (tokens.size() > size_t(n_ctx_))
+        throw Error("the input has " + std::to_string(tokens.size()) + " tokens, more than the context size " + std::to_string(n_ctx_));
+    for (const int32_t id : tokens)
+        if (id < 0 || id >= hp.n_vocab)
+            throw Error("token id " + std::to_string(id) + " is outside the vocabulary (0.." + std::to_string(hp.n_vocab - 1) + ")");
+    const int E = hp.n_embd;
+    std::vector<double> sum(size_t(E), 0.0);
+    pos_ = 0;
+    has_logits_ = false;
+    for (size_t start = 0; start < tokens.size(); start += size_t(n_batch_)) {
+        const auto chunk = tokens.subspan(start, std::min(tokens.size() - start, size_t(n_batch_)));
+        const int n = int(chunk.size());
+        places_.resize(size_t(n));
+        for (int t = 0; t < n; ++t) places_[size_t(t)] = {&kv_, pos_ + t};
+        forward_layers(chunk, places_, true);
+        pos_ += n;
+        for (int t = 0; t < n; ++t) {
+            rmsnorm(&x_[size_t(t) * E], model_.output_norm, &xn_[0], E, hp.rms_eps);
+            for (int i = 0; i < E; ++i) sum[size_t(i)] += xn_[size_t(i)];
+        }
+    }
+    pos_ = 0;
+    double norm = 0;
+    for (double& v : sum) {
+        v /= double(tokens.size());
+        norm += v * v;
+    }
+    norm = std::sqrt(norm);
+    std::vector<float> out(static_cast<size_t>(E));
+    for (int i = 0; i < E; ++i) out[size_t(i)] = norm > 0 ? float(sum[size_t(i)] / norm) : 0.0f;
+    return out;
+}
+
+namespace {
+constexpr char kStateMagic[8] = {'R', 'I', 'L', 'L', 'S', 'T', 'A', '1'};
+
+template <typename T>
+void put(std::vector<uint8_t>& out, const T& value) {
+    const auto* p = reinterpret_cast<const uint8_t*>(&value);
+    out.insert(out.end(), p, p + sizeof(T));
+}
+
+struct StateReader {
+    std::span<const uint8_t> bytes;
+    size_t at = 0;
+    void read(void* dst, size_t n) {
+        if (bytes.size() - at < n) throw Error("session state is truncated: needs " + std::to_string(at + n) + " bytes, has " + std::to_string(bytes.size()));
+        std::memcpy(dst, bytes.data() + at, n);
+        at += n;
+    }
+    template <typename T>
+    T get() {
+        T v;
+        read(&v, sizeof(T));
+        return v;
+    }
+};
+}  // namespace
+
+// Layout: magic, n_layer, kv_dim, n_vocab, kv type, position, has-logits (int32 each); then per
+// layer the keys and values of positions [0, position); then the last logits if present.
+std::vector<uint8_t> Session::save_state() const {
+    const Hparams& hp = model_.hp;
+    std::vector<uint8_t> out(kStateMagic, kStateMagic + 8);
+    for (const int32_t v : {hp.n_layer, hp.kv_dim(), hp.n_vocab, int32_t(kv_.type), int32_t(pos_), int32_t(has_logits_)}) put(out, v);
+    const size_t elem = kv_type_bytes(kv_.type), row = size_t(pos_) * size_t(kv_.kv_dim) * elem;
+    const bool f16 = kv_.type == KvType::F16;
+    for (int l = 0; l < hp.n_layer; ++l)
+        for (int which = 0; which < 2; ++which) {
+            const size_t o = kv_.offset(l, 0);
+            const auto* src = f16 ? reinterpret_cast<const uint8_t*>((which ? kv_.v16 : kv_.k16).data() + o)
+                                  : reinterpret_cast<const uint8_t*>((which ? kv_.v32 : kv_.k32).data() + o);
+            out.insert(out.end(), src, src + row);
+        }
+    if (has_logits_) {
+        const auto logits = last_logits();
+        const auto* p = reinterpret_cast<const uint8_t*>(logits.data());
+        out.insert(out.end(), p, p + logits.size_bytes());
+    }
+    return out;
+}
+
+void Session::load_state(std::span<const uint8_t> state) {
+    const Hparams& hp = model_.hp;
+    StateReader in{state};
+    char magic[8];
+    in.read(magic, 8);
+    if (std::memcmp(magic, kStateMagic, 8) != 0) throw Error("not a rill session state (bad magic bytes)");
+    const int32_t n_layer = in.get<int32_t>(), kv_dim = in.get<int32_t>(), n_vocab = in.get<int32_t>();
+    if (n_layer != hp.n_layer || kv_dim != hp.kv_dim() || n_vocab != hp.n_vocab)
+        throw Error("session state is for another model (" + std::to_string(n_layer) + " layers, kv_dim " + std::to_string(kv_dim) +
+                    ", vocabulary " + std::to_string(n_vocab) + ")");
+    if (in.get<int32_t>() != int32_t(kv_.type)) throw Error("session state has another KV cache type");
+    const int32_t pos = in.get<int32_t>(), logits = in.get<int32_t>();
+    if (pos < 0 || pos > n_ctx_)
+        throw Error("session state holds " + std::to_string(pos) + " positions; this session's context is " + std::to_string(n_ctx_));
+    const size_t elem = kv_type_bytes(kv_.type), row = size_t(pos) * size_t(kv_.kv_dim) * elem;
+    const size_t need = size_t(hp.n_layer) * 2 * row + (logits ? size_t(n_vocab) * 4 : 0);
+    if (state.size() - in.at != need)
+        throw Error("session state has " + std::to_string(state.size() - in.at) + " bytes of data, expected " + std::to_string(need));
+    const bool f16 = kv_.type == KvType::F16;
+    for (int l = 0; l < hp.n_layer; ++l)
+        for (int which = 0; which < 2; ++which) {
+            const size_t o = kv_.offset(l, 0);
+            void* dst = f16 ? static_cast<void*>((which ? kv_.v16 : kv_.k16).data() + o) : static_cast<void*>((which ? kv_.v32 : kv_.k32).data() + o);
+            in.read(dst, row);
+        }
+    has_logits_ = logits != 0;
+    if (has_logits_) {
+        logits_.resize(size_t(n_vocab));
+        in.read(logits_.data(), size_t(n_vocab) * 4);
+    }
+    pos_ = pos;
 }
 
 // Causal grouped-query attention of the chunk's queries over every cached position up to their own.
 // A prompt-sized chunk goes to batch_attention's GEMMs. Otherwise the integer paths read keys and
 // values straight from the cache's F16 (or F32) rows, and the reference path widens them one by one.
-void Session::attention(int layer, int n_tokens) {
+void Session::attention(int layer, int n_tokens, std::span<const RowPlace> places, bool one_sequence) {
     const Hparams& hp = model_.hp;
-    if (scratch_.gemm != GemmBackend::Native && n_tokens >= scratch_.gemm_min_tokens) {
+    if (one_sequence && scratch_.gemm != GemmBackend::Native && n_tokens >= scratch_.gemm_min_tokens) {
         const GemmBackend backend = scratch_.gemm == GemmBackend::Onednn ? GemmBackend::Onednn : GemmBackend::Openblas;
         return batch_attention(hp, kv_, layer, pos_, n_tokens, q_.data(), attn_.data(), backend, scratch_.onednn.get(), n_threads_,
                                attention_scratch_);
@@ -145,18 +323,21 @@ void Session::attention(int layer, int n_tokens) {
     const int D = hp.head_dim, group = hp.n_head / hp.n_head_kv;
     const float scale = 1.0f / std::sqrt(float(D));
     const int pairs = n_tokens * hp.n_head;
-    const bool parallel = size_t(pairs) * size_t(pos_ + n_tokens) * size_t(D) * 2 >= kMinParallelWork;
+    int longest = 0;
+    for (const RowPlace& p : places) longest = std::max(longest, p.pos + 1);
+    const bool parallel = size_t(pairs) * size_t(longest) * size_t(D) * 2 >= kMinParallelWork;
     const bool reference = scratch_.path == simd::KernelPath::Reference;
     const simd::GemvKernels* kernels = reference ? nullptr : &simd::gemv_kernels(scratch_.path);
-    const bool f16 = kv_.type == KvType::F16;
+    const bool f16 = kv_.type == KvType::F16;  // every session of a batch shares the lead's KV type
     const size_t elem = f16 ? 2 : 4, row_stride = size_t(kv_.kv_dim) * elem;
-    const auto* keys = f16 ? reinterpret_cast<const uint8_t*>(kv_.k16.data()) : reinterpret_cast<const uint8_t*>(kv_.k32.data());
-    const auto* values = f16 ? reinterpret_cast<const uint8_t*>(kv_.v16.data()) : reinterpret_cast<const uint8_t*>(kv_.v32.data());
 #pragma omp parallel for num_threads(n_threads_) schedule(static) if (parallel)
     for (int i = 0; i < pairs; ++i) {
         const int t = i / hp.n_head, h = i % hp.n_head;
         const int kv_offset = (h / group) * D;
-        const int n_pos = pos_ + t + 1;
+        const KvCache& kv = *places[size_t(t)].kv;
+        const int n_pos = places[size_t(t)].pos + 1;
+        const auto* keys = f16 ? reinterpret_cast<const uint8_t*>(kv.k16.data()) : reinterpret_cast<const uint8_t*>(kv.k32.data());
+        const auto* values = f16 ? reinterpret_cast<const uint8_t*>(kv.v16.data()) : reinterpret_cast<const uint8_t*>(kv.v32.data());
         const size_t thread = size_t(omp_get_thread_num());
         float* scores = &scores_[thread * n_ctx_];
         const float* q = &q_[(size_t(t) * hp.n_head + h) * D];
@@ -164,18 +345,18 @@ void Session::attention(int layer, int n_tokens) {
         if (reference) {
             float* buf = &head_buf_[thread * D];
             for (int p = 0; p < n_pos; ++p) {
-                kv_.load_key(layer, p, kv_offset, D, buf);
+                kv.load_key(layer, p, kv_offset, D, buf);
                 scores[p] = simd::dot(q, buf, size_t(D)) * scale;
             }
             softmax(scores, n_pos);
             std::fill(out, out + D, 0.0f);
             for (int p = 0; p < n_pos; ++p) {
-                kv_.load_value(layer, p, kv_offset, D, buf);
+                kv.load_value(layer, p, kv_offset, D, buf);
                 simd::axpy(scores[p], buf, out, size_t(D));
             }
             continue;
         }
-        const size_t first = (kv_.offset(layer, 0) + size_t(kv_offset)) * elem;
+        const size_t first = (kv.offset(layer, 0) + size_t(kv_offset)) * elem;
         (f16 ? kernels->f16 : kernels->f32)(keys + first, row_stride, size_t(n_pos), size_t(D), reinterpret_cast<const uint8_t*>(q), scores);
         for (int p = 0; p < n_pos; ++p) scores[p] *= scale;
         softmax(scores, n_pos);

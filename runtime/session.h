@@ -37,6 +37,25 @@ public:
     // Returns the logits of the last token, or of every token (n_tokens rows of n_vocab) if all_logits.
     std::span<const float> eval(std::span<const int32_t> tokens, bool all_logits = false);
 
+    // Evaluates one token for each session in a single pass over the weights, so a server decoding
+    // several streams reads every weight once per step instead of once per stream. Each session
+    // advances by one position. The sessions must share a model and be distinct; the pass runs on
+    // the first one's threads and scratch. Row i of the result is session i's logits. Every row equals
+    // what eval() would give that session alone, bit for bit: the rows take the decode kernels, whose
+    // arithmetic per token does not depend on the batch.
+    static std::span<const float> eval_together(std::span<Session* const> sessions, std::span<const int32_t> tokens);
+
+    // A sentence embedding: the final hidden states (after the output norm) of the tokens, averaged
+    // and scaled to unit length. Evaluates from position 0 and leaves the session reset.
+    std::vector<float> embed(std::span<const int32_t> tokens);
+
+    // The position, the keys and values before it and the last logits, as bytes that load_state()
+    // takes back into a session of the same model, KV type and at least that context.
+    std::vector<uint8_t> save_state() const;
+    void load_state(std::span<const uint8_t> state);  // throws rill::Error naming the mismatch
+    // The logits of the last token evaluated (empty before the first eval).
+    std::span<const float> last_logits() const;
+
     void reset() { pos_ = 0; }
     // Forgets every position from n on, keeping the keys and values before it for reuse.
     void truncate(int n) { pos_ = std::max(0, std::min(pos_, n)); }
@@ -49,8 +68,18 @@ public:
     const KvCache& kv_cache() const { return kv_; }
 
 private:
+    // Where a row of a batch goes: the cache that keeps its keys and values, and its position there.
+    struct RowPlace {
+        KvCache* kv;
+        int pos;
+    };
+    // Runs the layers over the rows; x_ holds their final hidden states afterwards. `one_sequence`:
+    // the rows are consecutive positions of this session, which lets a long chunk use the GEMMs.
+    void forward_layers(std::span<const int32_t> tokens, std::span<const RowPlace> places, bool one_sequence);
+    // Output norm and the vocabulary projection of rows [first, n) into out.
+    void project_logits(int first, int n, float* out);
     void forward_chunk(std::span<const int32_t> tokens, bool all_logits, float* logits_out);
-    void attention(int layer, int n_tokens);
+    void attention(int layer, int n_tokens, std::span<const RowPlace> places, bool one_sequence);
     void ensure_batch(int n_tokens);
 
     const Model& model_;
@@ -65,6 +94,9 @@ private:
     std::vector<float> scores_;      // [threads][n_ctx]
     std::vector<float> head_buf_;    // [threads][head_dim]
     std::vector<float> logits_;
+    std::vector<float> together_logits_;  // eval_together's rows, when this session leads the batch
+    std::vector<RowPlace> places_;
+    bool has_logits_ = false;
 };
 
 }  // namespace rill

@@ -245,8 +245,8 @@ TEST_CASE("a missing or unreadable file is an error naming it", "[gguf]") {
 
 TEST_CASE("reading into anonymous memory gives the same tensors as memory-mapping", "[gguf]") {
     const std::string path = test::shared_path("golden/synth-llama-A.Q4_0.gguf");
-    const GgufFile mapped = GgufFile::open(path, {true, false});
-    const GgufFile read = GgufFile::open(path, {false, true});
+    const GgufFile mapped = GgufFile::open(path, [] { LoadOptions o; o.use_mmap = true; return o; }());
+    const GgufFile read = GgufFile::open(path, [] { LoadOptions o; o.use_mmap = false; o.lock = true; return o; }());
     REQUIRE(mapped.tensors().size() == read.tensors().size());
     for (size_t i = 0; i < mapped.tensors().size(); ++i) {
         const GgufTensor &a = mapped.tensors()[i], &b = read.tensors()[i];
