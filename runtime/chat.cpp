@@ -18,7 +18,7 @@ double ms_since(std::chrono::steady_clock::time_point start) {
 
 Chat::Chat(Session& session, const Vocab& vocab, ChatConfig config)
     : session_(session), vocab_(vocab), config_(std::move(config)) {
-    if (!has_template()) stops_ = {"\nUser:", "\nuser:"};
+    if (!has_template()) stops_ = fallback_chat_stops();
 }
 
 std::vector<ChatMessage> Chat::with_system(size_t first_turn) const {
@@ -28,15 +28,16 @@ std::vector<ChatMessage> Chat::with_system(size_t first_turn) const {
     return all;
 }
 
-std::string Chat::render(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
-    if (has_template()) {
+std::string render_conversation(const std::string& template_source, const Vocab& vocab, const std::vector<ChatMessage>& messages,
+                                bool add_generation_prompt) {
+    if (!template_source.empty()) {
         ChatTemplateInput input;
         input.messages = nlohmann::json::array();
         for (const ChatMessage& m : messages) input.messages.push_back({{"role", m.role}, {"content", m.content}});
         input.add_generation_prompt = add_generation_prompt;
-        input.bos_token = vocab_.bos >= 0 ? vocab_.tokens[size_t(vocab_.bos)] : "";
-        input.eos_token = vocab_.eos >= 0 ? vocab_.tokens[size_t(vocab_.eos)] : "";
-        return render_chat_template(config_.template_source, input);
+        input.bos_token = vocab.bos >= 0 ? vocab.tokens[size_t(vocab.bos)] : "";
+        input.eos_token = vocab.eos >= 0 ? vocab.tokens[size_t(vocab.eos)] : "";
+        return render_chat_template(template_source, input);
     }
     // Plain fallback for models without a template: a transcript the model continues.
     std::string text;
@@ -47,6 +48,12 @@ std::string Chat::render(const std::vector<ChatMessage>& messages, bool add_gene
     }
     if (add_generation_prompt) text += "Assistant:";
     return text;
+}
+
+std::vector<std::string> fallback_chat_stops() { return {"\nUser:", "\nuser:"}; }
+
+std::string Chat::render(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const {
+    return render_conversation(config_.template_source, vocab_, messages, add_generation_prompt);
 }
 
 std::vector<int32_t> Chat::prompt_tokens(const std::vector<ChatMessage>& messages) const {

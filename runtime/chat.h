@@ -20,6 +20,14 @@ struct ChatMessage {
     std::string content;
 };
 
+// The conversation as the model expects it: through its chat template (tokenizer.chat_template), or,
+// when template_source is empty, a plain "User: …\nAssistant:" transcript. Throws rill::Error if the
+// template fails.
+std::string render_conversation(const std::string& template_source, const Vocab& vocab, const std::vector<ChatMessage>& messages,
+                                bool add_generation_prompt);
+// Where a reply in the plain transcript ends: the model starting the user's next turn.
+std::vector<std::string> fallback_chat_stops();
+
 struct ChatConfig {
     std::string template_source;  // tokenizer.chat_template; empty: the plain fallback format
     std::string system;           // system prompt, kept when old turns are dropped
