@@ -18,5 +18,6 @@ Action add_template(CLI::App& app);
 Action add_quantize(CLI::App& app);
 Action add_synth(CLI::App& app);
 Action add_bench(CLI::App& app);
+Action add_serve(CLI::App& app);
 
 }  // namespace rill::cli

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
         {"quantize", rill::cli::add_quantize(app)},
         {"synth", rill::cli::add_synth(app)},
         {"bench", rill::cli::add_bench(app)},
+        {"serve", rill::cli::add_serve(app)},
     };
 
     try {

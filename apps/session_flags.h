@@ -18,7 +18,7 @@ struct SessionFlags {
     void add_to(CLI::App& cmd, const std::string& ctx_help = "context length in tokens (default: the model's, at most 4096)",
                 const std::string& kv_help = "KV cache type: f16 or f32") {
         cmd.add_option("-t,--threads", threads, "threads (default: every core)")->check(CLI::Range(1, 1024));
-        cmd.add_option("-c,--ctx-size", ctx, ctx_help)->check(CLI::Range(1, 1 << 24));
+        cmd.add_option("-c,--ctx-size,--ctx", ctx, ctx_help)->check(CLI::Range(1, 1 << 24));
         cmd.add_option("--kv-type", kv_type, kv_help)->capture_default_str()->check(CLI::IsMember({"f16", "f32"}));
         add_prompt_flags(cmd, gemm, ubatch);
     }

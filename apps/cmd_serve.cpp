@@ -1,0 +1,335 @@
+// rill serve: an OpenAI-compatible HTTP server (chat, completions, embeddings, models, health) on
+// cpp-httplib, with continuous batching of up to --parallel streams.
+#include <httplib.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "commands.h"
+#include "model_flags.h"
+#include "serve_openai.h"
+#include "serve_scheduler.h"
+#include "session_flags.h"
+#include "runtime/error.h"
+#include "runtime/tokenizer.h"
+
+namespace rill::cli {
+namespace {
+
+using nlohmann::json;
+using serve::ApiError;
+
+struct ServeFlags {
+    ModelFlags model;
+    SessionFlags session;
+    std::string host = "127.0.0.1";
+    int port = 8080;
+    int parallel = 1;
+    std::string api_key;
+    std::string alias;
+    size_t max_body = size_t(1) << 20;
+    bool verbose = false;
+};
+
+// What the log line of a request reports besides method, path and status.
+struct RequestStats {
+    int prompt_tokens = 0, completion_tokens = 0;
+    double ttft_ms = -1, decode_ms = 0;
+};
+
+// Stats by request, filled by the handlers and read by the logger, which runs on the same
+// connection thread after the response (streamed or not) has been written.
+class RequestLog {
+public:
+    void record(const httplib::Request& req, const RequestStats& stats) {
+        std::lock_guard lock(mutex_);
+        stats_[&req] = stats;
+    }
+    void write(const httplib::Request& req, const httplib::Response& res, bool verbose) {
+        RequestStats s;
+        {
+            std::lock_guard lock(mutex_);
+            if (const auto it = stats_.find(&req); it != stats_.end()) {
+                s = it->second;
+                stats_.erase(it);
+            }
+        }
+        std::string line = req.method + " " + req.path + " " + std::to_string(res.status);
+        if (s.prompt_tokens > 0 && s.ttft_ms < 0) {
+            line += " input=" + std::to_string(s.prompt_tokens) + " tokens";
+        } else if (s.prompt_tokens > 0) {
+            char buf[160];
+            const double tps = s.completion_tokens > 1 && s.decode_ms > 0 ? (s.completion_tokens - 1) * 1000.0 / s.decode_ms : 0;
+            std::snprintf(buf, sizeof buf, " prompt=%d generated=%d ttft=%.0fms %.1f t/s", s.prompt_tokens, s.completion_tokens,
+                          s.ttft_ms, tps);
+            line += buf;
+        }
+        if (verbose) line += " from " + req.remote_addr + " body=" + std::to_string(req.body.size()) + "B";
+        std::fprintf(stderr, "%s\n", line.c_str());
+    }
+
+private:
+    std::mutex mutex_;
+    std::map<const httplib::Request*, RequestStats> stats_;
+};
+
+void send_json(httplib::Response& res, int status, const json& body) {
+    res.status = status;
+    res.set_content(body.dump(), "application/json");
+}
+
+void send_error(httplib::Response& res, const ApiError& e) { send_json(res, e.status, serve::error_body(e)); }
+
+json parse_body(const httplib::Request& req) {
+    try {
+        return json::parse(req.body);
+    } catch (const json::parse_error& e) {
+        throw ApiError{400, std::string("the request body is not valid JSON: ") + e.what()};
+    }
+}
+
+std::string new_id(const char* prefix) {
+    static std::atomic<uint64_t> counter{0};  // ids only need to differ within a run
+    return std::string(prefix) + std::to_string(std::chrono::system_clock::now().time_since_epoch().count()) + "-" +
+           std::to_string(counter.fetch_add(1));
+}
+
+class Server {
+public:
+    Server(const ServeFlags& flags, const Model& model, const Vocab& vocab, const SessionOptions& options, std::string id)
+        : flags_(flags),
+          scheduler_(model, vocab, options, flags.parallel),
+          served_{model, vocab, std::move(id), model.file.get_string("tokenizer.chat_template").value_or(""), scheduler_.n_ctx()},
+          embed_session_(model, options) {}
+
+    void install(httplib::Server& http) {
+        http.set_payload_max_length(flags_.max_body);
+        http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+            if (flags_.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
+            if (req.get_header_value("Authorization") == "Bearer " + flags_.api_key) return httplib::Server::HandlerResponse::Unhandled;
+            const bool missing = !req.has_header("Authorization");
+            send_error(res, ApiError{401, missing ? "Missing API key: send it as 'Authorization: Bearer KEY'" : "Incorrect API key provided",
+                                     "invalid_request_error", "invalid_api_key"});
+            return httplib::Server::HandlerResponse::Handled;
+        });
+        // Errors httplib answers itself (unknown path, body over the limit) get OpenAI's shape too.
+        http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
+            if (!res.body.empty()) return;
+            if (res.status == 413)
+                send_error(res, ApiError{413, "the request body is larger than the limit of " + std::to_string(flags_.max_body) + " bytes (--max-body)"});
+            else if (res.status == 404)
+                send_error(res, ApiError{404, "no route " + req.method + " " + req.path, "invalid_request_error", "not_found"});
+            else
+                send_error(res, ApiError{res.status, "HTTP error " + std::to_string(res.status)});
+        });
+        http.set_logger([this](const httplib::Request& req, const httplib::Response& res) { log_.write(req, res, flags_.verbose); });
+
+        http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+            const serve::SchedulerCounts c = scheduler_.counts();
+            send_json(res, 200, {{"status", "ok"}, {"slots_idle", c.slots - c.busy}, {"slots_processing", c.busy}, {"requests_queued", c.queued}});
+        });
+        http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+            send_json(res, 200, {{"object", "list"}, {"data", json::array({model_json()})}});
+        });
+        http.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
+            if (req.matches[1] == served_.id) return send_json(res, 200, model_json());
+            send_error(res, ApiError{404, "The model '" + std::string(req.matches[1]) + "' does not exist", "invalid_request_error", "model_not_found", "model"});
+        });
+        http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) { generate(req, res, true); });
+        http.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) { generate(req, res, false); });
+        http.Post("/v1/embeddings", [this](const httplib::Request& req, httplib::Response& res) { embeddings(req, res); });
+    }
+
+    int n_ctx() const { return served_.n_ctx; }
+
+private:
+    json model_json() const {
+        return {{"id", served_.id}, {"object", "model"}, {"created", 0}, {"owned_by", "rill"},
+                {"meta", {{"n_ctx", served_.n_ctx}, {"n_vocab", served_.model.hp.n_vocab}, {"n_embd", served_.model.hp.n_embd}}}};
+    }
+
+    void generate(const httplib::Request& req, httplib::Response& res, bool chat) {
+        serve::GenerationRequest parsed;
+        try {
+            const json body = parse_body(req);
+            parsed = chat ? serve::parse_chat_request(body, served_) : serve::parse_completion_request(body, served_);
+        } catch (const ApiError& e) {
+            return send_error(res, e);
+        } catch (const std::exception& e) {  // a tokenizer or template failure
+            return send_error(res, ApiError{400, e.what()});
+        }
+        auto job = std::make_shared<serve::Job>();
+        job->prompt = std::move(parsed.prompt);
+        job->settings = std::move(parsed.settings);
+        const int prompt_tokens = int(job->prompt.size());
+        scheduler_.submit(job);
+        const std::string id = new_id(chat ? "chatcmpl-" : "cmpl-");
+        const char* object = chat ? "chat.completion" : "text_completion";
+
+        if (!parsed.stream) {
+            const std::string text = job->wait_all();
+            log_.record(req, stats(*job, prompt_tokens));
+            if (!job->error.empty()) return send_error(res, ApiError{500, job->error, "server_error"});
+            const char* reason = finish_reason_name(job->reason);
+            json body = serve::envelope(id, object, served_, chat ? serve::chat_choice(text, reason, false, false) : serve::completion_choice(text, reason));
+            body["usage"] = serve::usage_json(prompt_tokens, job->completion_tokens);
+            return send_json(res, 200, body);
+        }
+
+        const char* chunk_object = chat ? "chat.completion.chunk" : "text_completion";
+        res.set_header("Cache-Control", "no-cache");
+        res.set_chunked_content_provider("text/event-stream", [this, job, id, chat, chunk_object, prompt_tokens, &req](size_t, httplib::DataSink& sink) {
+            auto send = [&](const json& data) {
+                const std::string event = "data: " + data.dump() + "\n\n";
+                return sink.write(event.data(), event.size());
+            };
+            bool first = true;
+            std::string piece;
+            for (;;) {
+                piece.clear();
+                const bool finished = job->take(piece, std::chrono::milliseconds(100));
+                if (!piece.empty() || (chat && first)) {
+                    const json choice = chat ? serve::chat_choice(piece, nullptr, true, first) : serve::completion_choice(piece, nullptr);
+                    first = false;
+                    if (!send(serve::envelope(id, chunk_object, served_, choice))) {
+                        job->cancel = true;  // the client is gone: free its slot at the next step
+                        log_.record(req, stats(*job, prompt_tokens));
+                        return false;
+                    }
+                }
+                if (finished) break;
+            }
+            log_.record(req, stats(*job, prompt_tokens));
+            if (!job->error.empty()) {
+                send(serve::error_body(ApiError{500, job->error, "server_error"}));
+            } else {
+                const char* reason = finish_reason_name(job->reason);
+                json last = serve::envelope(id, chunk_object, served_,
+                                            chat ? serve::chat_choice("", reason, true, false) : serve::completion_choice("", reason));
+                last["usage"] = serve::usage_json(prompt_tokens, job->completion_tokens);
+                send(last);
+            }
+            const std::string done = "data: [DONE]\n\n";
+            sink.write(done.data(), done.size());
+            sink.done();
+            return true;
+        });
+    }
+
+    void embeddings(const httplib::Request& req, httplib::Response& res) {
+        try {
+            const json body = parse_body(req);
+            bool base64 = false;
+            const auto inputs = serve::parse_embedding_inputs(body, served_, base64);
+            json data = json::array();
+            int tokens = 0;
+            {
+                std::lock_guard lock(embed_mutex_);
+                for (size_t i = 0; i < inputs.size(); ++i) {
+                    const std::vector<float> v = embed_session_.embed(inputs[i]);
+                    tokens += int(inputs[i].size());
+                    data.push_back({{"object", "embedding"}, {"index", i}, {"embedding", base64 ? json(serve::base64_floats(v)) : json(v)}});
+                }
+            }
+            RequestStats s;
+            s.prompt_tokens = tokens;
+            log_.record(req, s);
+            send_json(res, 200, {{"object", "list"}, {"data", data}, {"model", served_.id}, {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}}}});
+        } catch (const ApiError& e) {
+            send_error(res, e);
+        } catch (const std::exception& e) {
+            send_error(res, ApiError{500, e.what(), "server_error"});
+        }
+    }
+
+    static RequestStats stats(serve::Job& job, int prompt_tokens) {
+        std::lock_guard lock(job.mutex);
+        return {prompt_tokens, job.completion_tokens, job.ttft_ms, job.decode_ms};
+    }
+
+    const ServeFlags& flags_;
+    serve::Scheduler scheduler_;
+    serve::ServedModel served_;
+    std::mutex embed_mutex_;
+    Session embed_session_;  // embeddings run beside the generation slots, one request at a time
+    RequestLog log_;
+};
+
+int serve_main(const ServeFlags& f) {
+    // SIGINT and SIGTERM go to a thread that stops the server; every other thread has them blocked.
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+    std::fprintf(stderr, "rill serve: loading %s\n", f.model.path.c_str());
+    const auto model = load_model(f.model.path, f.model.load_options());
+    const Vocab vocab = load_vocab(model->file);
+    std::string id = f.alias;
+    if (id.empty()) {
+        id = f.model.path.substr(f.model.path.find_last_of('/') + 1);
+        if (id.size() > 5 && id.ends_with(".gguf")) id.resize(id.size() - 5);
+    }
+    Server server(f, *model, vocab, f.session.options(), id);
+    httplib::Server http;
+    // Every waiting request holds a connection thread, and streams hold theirs until they end.
+    const int connection_threads = std::max(16, 4 * f.parallel);
+    http.new_task_queue = [connection_threads] { return new httplib::ThreadPool(size_t(connection_threads)); };
+    server.install(http);
+
+    int port = f.port;
+    if (port == 0) {
+        port = http.bind_to_any_port(f.host);
+        if (port < 0) throw Error("cannot listen on " + f.host + " (any port)");
+    } else if (!http.bind_to_port(f.host, port)) {
+        throw Error("cannot listen on " + f.host + ":" + std::to_string(port) + " (in use, or not an address of this machine)");
+    }
+    std::fprintf(stderr, "rill serve: %s on http://%s:%d (model '%s', %d slot%s of %d tokens, %d threads)\n", model->hp.arch.c_str(), f.host.c_str(),
+                 port, id.c_str(), f.parallel, f.parallel == 1 ? "" : "s", server.n_ctx(), f.session.threads > 0 ? f.session.threads : default_thread_count());
+    std::fflush(stderr);
+
+    std::thread stopper([&http, stop_signals] {
+        int signal = 0;
+        sigwait(&stop_signals, &signal);
+        std::fprintf(stderr, "rill serve: stopping\n");
+        http.stop();
+    });
+    const bool ok = http.listen_after_bind();
+    // Wake the signal thread if the server ended on its own.
+    if (stopper.joinable()) {
+        pthread_kill(stopper.native_handle(), SIGTERM);
+        stopper.join();
+    }
+    return ok ? 0 : 1;
+}
+
+}  // namespace
+
+Action add_serve(CLI::App& app) {
+    auto flags = std::make_shared<ServeFlags>();
+    CLI::App* cmd = app.add_subcommand("serve", "serve the model over HTTP with OpenAI's API (chat, completions, embeddings)");
+    cmd->footer(
+        "\nEndpoints: POST /v1/chat/completions, POST /v1/completions, POST /v1/embeddings, GET /v1/models, GET /health.\n"
+        "Any OpenAI client works: point its base URL at http://HOST:PORT/v1 and use the model id printed at start.\n"
+        "With --parallel N, up to N requests are decoded together, one batch per step; others wait their turn.\n"
+        "Example: rill serve -m model.gguf --parallel 4 --api-key secret");
+    flags->model.add_to(*cmd);
+    flags->session.add_to(*cmd, "context length per request slot (default: the model's, at most 4096)");
+    cmd->add_option("--host", flags->host, "address to listen on")->capture_default_str();
+    cmd->add_option("--port", flags->port, "port to listen on; 0 picks a free one")->capture_default_str()->check(CLI::Range(0, 65535));
+    cmd->add_option("--parallel", flags->parallel, "requests decoded together (slots); each has its own context")
+        ->capture_default_str()->check(CLI::Range(1, 256));
+    cmd->add_option("--api-key", flags->api_key, "require 'Authorization: Bearer KEY' on every route but /health");
+    cmd->add_option("--alias", flags->alias, "the model id clients use (default: the file name without .gguf)");
+    cmd->add_option("--max-body", flags->max_body, "largest request body in bytes")->capture_default_str()->check(CLI::Range(size_t(1024), size_t(1) << 30));
+    cmd->add_flag("-v,--verbose", flags->verbose, "log more about each request");
+    return [flags] { return serve_main(*flags); };
+}
+
+}  // namespace rill::cli
