@@ -40,6 +40,7 @@ struct ServeFlags {
 struct RequestStats {
     int prompt_tokens = 0, completion_tokens = 0;
     double ttft_ms = -1, decode_ms = 0;
+    bool disconnected = false;
 };
 
 // Stats by request, filled by the handlers and read by the logger, which runs on the same
@@ -69,6 +70,7 @@ public:
                           s.ttft_ms, tps);
             line += buf;
         }
+        if (s.disconnected) line += " client disconnected";
         if (verbose) line += " from " + req.remote_addr + " body=" + std::to_string(req.body.size()) + "B";
         std::fprintf(stderr, "%s\n", line.c_str());
     }
@@ -198,7 +200,9 @@ private:
                     first = false;
                     if (!send(serve::envelope(id, chunk_object, served_, choice))) {
                         job->cancel = true;  // the client is gone: free its slot at the next step
-                        log_.record(req, stats(*job, prompt_tokens));
+                        RequestStats s = stats(*job, prompt_tokens);
+                        s.disconnected = true;
+                        log_.record(req, s);
                         return false;
                     }
                 }

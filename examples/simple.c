@@ -9,10 +9,12 @@
 
 #include <rill.h>
 
+/* user_data is an int that says whether the progress line is still open, so an error starts a new line. */
 static int show_progress(float fraction, void* user_data) {
-    (void)user_data;
+    int* line_open = user_data;
     fprintf(stderr, "\rloading %3d%%", (int)(fraction * 100.0f + 0.5f));
-    if (fraction >= 1.0f) fputc('\n', stderr);
+    *line_open = fraction < 1.0f;
+    if (!*line_open) fputc('\n', stderr);
     return 1;
 }
 
@@ -72,6 +74,7 @@ int main(int argc, char** argv) {
     char* chat = NULL;
     rill_status status;
     int exit_code = 1;
+    int progress_line_open = 0;
 
     if (argc < 2) {
         fprintf(stderr, "usage: %s MODEL.gguf [PROMPT]\n", argv[0]);
@@ -79,9 +82,11 @@ int main(int argc, char** argv) {
     }
 
     model_params.progress = show_progress;
+    model_params.progress_user_data = &progress_line_open;
     status = rill_model_load(argv[1], &model_params, &model, error, sizeof error);
     if (status != RILL_OK) {
-        fprintf(stderr, "\nerror: %s: %s\n", rill_status_string(status), error);
+        if (progress_line_open) fputc('\n', stderr);
+        fprintf(stderr, "error: %s: %s\n", rill_status_string(status), error);
         return 1;
     }
 

@@ -69,9 +69,11 @@ rill_model_params rill_model_default_params(void);
 /* On failure *model is NULL and the reason is written to error (if not NULL), truncated to error_size. */
 rill_status rill_model_load(const char* path, const rill_model_params* params, rill_model** model, char* error, size_t error_size);
 void rill_model_free(rill_model* model);
-/* The message of the last failed call on this model ("" if none). Valid until the next call on it. */
+/* The message of the calling thread's last failed call on this model ("" if none). Valid until that
+ * thread's next call on the model. */
 const char* rill_model_error(const rill_model* model);
 
+/* These return 0 (or "") for a NULL model. */
 int32_t rill_model_n_vocab(const rill_model* model);
 int32_t rill_model_n_embd(const rill_model* model);
 int32_t rill_model_n_ctx_train(const rill_model* model);
@@ -83,7 +85,9 @@ const char* rill_model_name(const rill_model* model);
 /* add_special: BOS and the like as the model asks. parse_special: "<|im_end|>" in the text is a token. */
 rill_status rill_tokenize(rill_model* model, const char* text, size_t length, int add_special, int parse_special,
                           int32_t* tokens, size_t capacity, size_t* needed);
-/* Writes the text and a NUL; *needed counts the text's bytes without the NUL. Control tokens are skipped. */
+/* Writes the text and a NUL; *needed counts the text's bytes without the NUL, so capacity must exceed
+ * it. Control tokens are skipped, and SentencePiece's leading space is dropped at the start of the text
+ * and after BOS, so tokenize then detokenize gives the original text. */
 rill_status rill_detokenize(rill_model* model, const int32_t* tokens, size_t n_tokens, char* text, size_t capacity, size_t* needed);
 
 typedef struct rill_chat_message {
@@ -113,7 +117,7 @@ rill_status rill_session_create(rill_model* model, const rill_session_params* pa
 void rill_session_free(rill_session* session);
 const char* rill_session_error(const rill_session* session);
 
-/* Tokens evaluated so far (the position the next token goes to), and the context size. */
+/* Tokens evaluated so far (the position the next token goes to), and the context size; 0 for NULL. */
 int32_t rill_session_position(const rill_session* session);
 int32_t rill_session_n_ctx(const rill_session* session);
 /* Forgets everything evaluated. */
@@ -121,7 +125,8 @@ rill_status rill_session_reset(rill_session* session);
 
 /* Appends tokens to the context. Afterwards rill_session_logits gives the last token's logits. */
 rill_status rill_session_eval(rill_session* session, const int32_t* tokens, size_t n_tokens);
-/* The last evaluated token's logits, n_vocab of them; valid until the next call on the session. */
+/* The last evaluated token's logits, n_vocab of them; valid until the next call on the session.
+ * RILL_ERR_INVALID_ARGUMENT before anything was evaluated. */
 rill_status rill_session_logits(rill_session* session, const float** logits, size_t* n_vocab);
 
 /* Called with each new piece of text: whole UTF-8 characters, never part of a stop string. Return 0
@@ -154,8 +159,11 @@ rill_generate_params rill_generate_default_params(void);
 
 /* Appends the prompt to the session's context (tokenized with special tokens parsed, and with BOS if
  * the context is empty), then samples tokens with the session's seeded sampler, streaming text to
- * on_text. A cancelled generation returns RILL_OK with finish_reason RILL_FINISH_CANCELLED and keeps
- * what was generated in the context. result may be NULL. */
+ * on_text. Every token whose text was shown ends up in the context, so a later call continues after
+ * it; an empty prompt continues from where the context ends. A cancelled generation (also during the
+ * prompt) returns RILL_OK with finish_reason RILL_FINISH_CANCELLED and keeps what was evaluated in
+ * the context. A prompt that does not fit gives RILL_ERR_CONTEXT_FULL and changes nothing. result may
+ * be NULL. */
 rill_status rill_generate(rill_session* session, const char* prompt, size_t prompt_length, const rill_generate_params* params,
                           rill_text_fn on_text, void* user_data, rill_generate_result* result);
 

@@ -7,7 +7,10 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "chat.h"
@@ -24,7 +27,13 @@ struct rill_model {
     rill::Vocab vocab;
     std::string template_source;
     std::string name;
-    std::string error;
+    // A model is shared across threads, so each thread has its own last message.
+    mutable std::mutex errors_mutex;
+    mutable std::unordered_map<std::thread::id, std::string> errors;
+    std::string& error() const {
+        std::lock_guard lock(errors_mutex);
+        return errors[std::this_thread::get_id()];  // node-based: the reference stays valid
+    }
 };
 
 struct rill_session {
@@ -155,7 +164,7 @@ RILL_EXPORT rill_status rill_model_load(const char* path, const rill_model_param
 
 RILL_EXPORT void rill_model_free(rill_model* model) { delete model; }
 
-RILL_EXPORT const char* rill_model_error(const rill_model* model) { return model == nullptr ? "model is NULL" : model->error.c_str(); }
+RILL_EXPORT const char* rill_model_error(const rill_model* model) { return model == nullptr ? "model is NULL" : model->error().c_str(); }
 
 RILL_EXPORT int32_t rill_model_n_vocab(const rill_model* model) { return model ? model->model->hp.n_vocab : 0; }
 RILL_EXPORT int32_t rill_model_n_embd(const rill_model* model) { return model ? model->model->hp.n_embd : 0; }
@@ -165,7 +174,7 @@ RILL_EXPORT const char* rill_model_name(const rill_model* model) { return model 
 RILL_EXPORT rill_status rill_tokenize(rill_model* model, const char* text, size_t length, int add_special, int parse_special,
                                       int32_t* tokens, size_t capacity, size_t* needed) {
     if (model == nullptr) return RILL_ERR_INVALID_ARGUMENT;
-    return guarded(model->error, [&] {
+    return guarded(model->error(), [&] {
         require(text != nullptr || length == 0, "rill_tokenize: text is NULL");
         const auto ids = rill::tokenize(model->vocab, text_view(text, length), {.add_special = add_special != 0, .parse_special = parse_special != 0});
         fill(ids.data(), ids.size(), tokens, capacity, needed, false);
@@ -175,7 +184,7 @@ RILL_EXPORT rill_status rill_tokenize(rill_model* model, const char* text, size_
 RILL_EXPORT rill_status rill_detokenize(rill_model* model, const int32_t* tokens, size_t n_tokens, char* text, size_t capacity,
                                         size_t* needed) {
     if (model == nullptr) return RILL_ERR_INVALID_ARGUMENT;
-    return guarded(model->error, [&] {
+    return guarded(model->error(), [&] {
         require(tokens != nullptr || n_tokens == 0, "rill_detokenize: tokens is NULL");
         for (size_t i = 0; i < n_tokens; ++i)
             require(tokens[i] >= 0 && tokens[i] < model->vocab.size(), "rill_detokenize: a token id is outside the vocabulary");
@@ -187,7 +196,7 @@ RILL_EXPORT rill_status rill_detokenize(rill_model* model, const int32_t* tokens
 RILL_EXPORT rill_status rill_apply_chat_template(rill_model* model, const rill_chat_message* messages, size_t n_messages,
                                                  int add_generation_prompt, char* text, size_t capacity, size_t* needed) {
     if (model == nullptr) return RILL_ERR_INVALID_ARGUMENT;
-    return guarded(model->error, [&] {
+    return guarded(model->error(), [&] {
         require(messages != nullptr || n_messages == 0, "rill_apply_chat_template: messages is NULL");
         std::vector<rill::ChatMessage> conversation;
         for (size_t i = 0; i < n_messages; ++i) {
@@ -332,14 +341,28 @@ RILL_EXPORT rill_status rill_generate(rill_session* session, const char* prompt,
             require(p.stop[i] != nullptr, "rill_generate: a stop string is NULL");
             settings.stops.emplace_back(p.stop[i]);
         }
-        const auto tokens = rill::tokenize(vocab, text_view(prompt, prompt_length), {.add_special = s.position() == 0, .parse_special = true});
-        require(!tokens.empty(), "rill_generate: the prompt is empty and the context holds nothing to continue");
-        // Room for the prompt and at least one generated token.
-        check_fits(s, tokens.size());
+        const std::string_view text = text_view(prompt, prompt_length);
+        const auto tokens = text.empty() ? std::vector<int32_t>() : rill::tokenize(vocab, text, {.add_special = s.position() == 0, .parse_special = true});
+        std::span<const float> logits;
+        if (tokens.empty()) {
+            // An empty prompt continues from the context's last token.
+            logits = s.last_logits();
+            require(s.position() > 0 && !logits.empty(), "rill_generate: the prompt is empty and the context holds nothing to continue");
+        } else {
+            check_fits(s, tokens.size());
+        }
         out.prompt_tokens = int32_t(tokens.size());
 
         auto start = std::chrono::steady_clock::now();
-        std::span<const float> logits = eval_cancellable(*session, tokens);
+        if (!tokens.empty()) {
+            try {
+                logits = eval_cancellable(*session, tokens);
+            } catch (const Failure& f) {
+                if (f.status != RILL_ERR_CANCELLED) throw;
+                out.finish_reason = RILL_FINISH_CANCELLED;
+                return;
+            }
+        }
         out.prefill_ms = ms_since(start);
         start = std::chrono::steady_clock::now();
         rill::Completion completion(vocab, settings, tokens);
@@ -362,6 +385,12 @@ RILL_EXPORT rill_status rill_generate(rill_session* session, const char* prompt,
             }
             if (!piece.empty() && on_text != nullptr && on_text(piece.data(), piece.size(), user_data) == 0) stopped_by_caller = true;
             if (stopped_by_caller && !completion.done()) completion.finish(rill::FinishReason::Cancelled, piece);
+        }
+        // The last token shown goes into the context too, so a next call continues after it.
+        const int32_t last = completion.unevaluated_token();
+        if (last >= 0 && s.position() < s.n_ctx()) {
+            const int32_t one[1] = {last};
+            s.eval(one);
         }
         out.decode_ms = ms_since(start);
         out.generated_tokens = completion.generated();

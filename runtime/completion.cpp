@@ -52,6 +52,7 @@ int32_t Completion::step(std::span<const float> logits, std::string& text) {
         text.append(pending_, 0, first_stop);
         pending_.clear();
         reason_ = FinishReason::Stop;
+        unevaluated_ = token;
         return -1;
     }
     const size_t showable = pending_.size() - stop_prefix_length(pending_, settings_.stops);
@@ -59,6 +60,7 @@ int32_t Completion::step(std::span<const float> logits, std::string& text) {
     pending_.erase(0, showable);
     if (generated_ >= settings_.max_tokens) {
         finish(FinishReason::Length, text);
+        unevaluated_ = token;
         return -1;
     }
     return token;

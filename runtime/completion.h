@@ -37,6 +37,9 @@ public:
     bool done() const { return reason_ != FinishReason::None; }
     FinishReason reason() const { return reason_; }
     int generated() const { return generated_; }
+    // The token step() sampled but did not return because the stream ended on max_tokens or a stop
+    // string: its text was shown, so an owner that continues the context evaluates it. -1 otherwise.
+    int32_t unevaluated_token() const { return unevaluated_; }
 
 private:
     const Vocab& vocab_;
@@ -46,6 +49,7 @@ private:
     std::string pending_;  // decoded text not yet shown: it may begin a stop string
     int32_t previous_;
     int generated_ = 0;
+    int32_t unevaluated_ = -1;
     FinishReason reason_ = FinishReason::None;
 };
 

@@ -15,9 +15,12 @@ packages=(
   libedit-dev             # line editing and history in rill chat (BSD-licensed readline interface)
   catch2                  # tests (v2)
   libbenchmark-dev        # bench/ (Google Benchmark)
-  nlohmann-json3-dev      # tests read the golden JSON references
+  nlohmann-json3-dev      # JSON: rill serve's requests and responses, the golden references in tests
+  libcpp-httplib-dev      # rill serve's HTTP server (threaded, chunked responses for server-sent events)
   clang libclang-rt-14-dev  # the libFuzzer harness (scripts/fuzz.sh)
 )
+# The server tests drive rill serve with OpenAI's Node package; Debian's Node.js unless one is installed.
+command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -44,7 +44,7 @@ GgufFile quantized(const GgufFile& source, const std::string& type, bool pure, i
     options.pure = pure;
     options.n_threads = threads;
     quantize_model(source, path, options);
-    GgufFile file = GgufFile::open(path, {.use_mmap = false});  // read into memory, so the file can go
+    GgufFile file = GgufFile::open(path, [] { LoadOptions o; o.use_mmap = false; return o; }());  // read into memory, so the file can go
     std::filesystem::remove(path);
     return file;
 }

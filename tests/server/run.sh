@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# ctest's entry to the server tests: installs OpenAI's Node package from the lock file if needed,
+# then runs server.test.mjs against the given rill binary.
+#   tests/server/run.sh RILL_BINARY SHARED_DIR
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  echo "server tests need Node.js and npm (scripts/setup.sh installs them)" >&2
+  [[ -n ${CI:-} ]] && exit 1
+  exit 77
+fi
+if [[ ! -f $here/node_modules/openai/package.json ]]; then
+  (cd "$here" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+cd "$here"
+RILL_BIN=$1 RILL_SHARED=$2 exec node --test --test-reporter=spec server.test.mjs
