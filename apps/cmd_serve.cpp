@@ -80,9 +80,13 @@ private:
     std::map<const httplib::Request*, RequestStats> stats_;
 };
 
+// Generated text can hold bytes that are not UTF-8 (a model may emit a lone byte token); JSON cannot,
+// so they become U+FFFD instead of failing the response.
+std::string dump(const json& body) { return body.dump(-1, ' ', false, json::error_handler_t::replace); }
+
 void send_json(httplib::Response& res, int status, const json& body) {
     res.status = status;
-    res.set_content(body.dump(), "application/json");
+    res.set_content(dump(body), "application/json");
 }
 
 void send_error(httplib::Response& res, const ApiError& e) { send_json(res, e.status, serve::error_body(e)); }
@@ -127,7 +131,17 @@ public:
             else if (res.status == 404)
                 send_error(res, ApiError{404, "no route " + req.method + " " + req.path, "invalid_request_error", "not_found"});
             else
-                send_error(res, ApiError{res.status, "HTTP error " + std::to_string(res.status)});
+                send_error(res, ApiError{res.status, "HTTP error " + std::to_string(res.status), res.status >= 500 ? "server_error" : "invalid_request_error"});
+        });
+        http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+            std::string what = "unknown error";
+            try {
+                std::rethrow_exception(ep);
+            } catch (const std::exception& e) {
+                what = e.what();
+            } catch (...) {
+            }
+            send_error(res, ApiError{500, "internal error: " + what, "server_error"});
         });
         http.set_logger([this](const httplib::Request& req, const httplib::Response& res) { log_.write(req, res, flags_.verbose); });
 
@@ -187,7 +201,7 @@ private:
         res.set_header("Cache-Control", "no-cache");
         res.set_chunked_content_provider("text/event-stream", [this, job, id, chat, chunk_object, prompt_tokens, &req](size_t, httplib::DataSink& sink) {
             auto send = [&](const json& data) {
-                const std::string event = "data: " + data.dump() + "\n\n";
+                const std::string event = "data: " + dump(data) + "\n\n";
                 return sink.write(event.data(), event.size());
             };
             bool first = true;

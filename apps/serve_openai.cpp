@@ -68,6 +68,11 @@ GenerationRequest common_settings(const json& body, const ServedModel& served) {
             throw bad_field("stop", "'stop' must be a string or an array of up to 4 strings");
         }
     }
+    // llama-server's extension, for benchmarks that need a fixed number of tokens.
+    if (const auto it = body.find("ignore_eos"); it != body.end() && !it->is_null()) {
+        if (!it->is_boolean()) throw bad_field("ignore_eos", "'ignore_eos' must be true or false");
+        r.settings.ignore_eos = it->get<bool>();
+    }
     if (const auto it = body.find("stream"); it != body.end() && !it->is_null()) {
         if (!it->is_boolean()) throw bad_field("stream", "'stream' must be true or false");
         r.stream = it->get<bool>();

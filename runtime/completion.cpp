@@ -39,7 +39,7 @@ int32_t Completion::step(std::span<const float> logits, std::string& text) {
     const int32_t token = sampler_.sample(logits);
     sampler_.accept(token);
     ++generated_;
-    if (vocab_.is_end_of_generation(token)) {
+    if (!settings_.ignore_eos && vocab_.is_end_of_generation(token)) {
         finish(FinishReason::Stop, text);
         return -1;
     }

@@ -19,6 +19,7 @@ struct CompletionSettings {
     SamplingParams sampling;
     int max_tokens = 256;
     std::vector<std::string> stops;  // generation ends before the first of these texts; it is not shown
+    bool ignore_eos = false;         // benchmarks: end-of-generation tokens do not end the stream
 };
 
 class Completion {

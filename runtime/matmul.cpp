@@ -211,10 +211,20 @@ void native_matmul(std::span<const MatmulOutput> outputs, const float* in, int n
             const simd::DotGroupsFn dot_groups = chunk.grouped ? kernels.dot_groups(w.type()) : nullptr;
             const simd::DotRowsFn dot_rows = chunk.grouped ? nullptr : kernels.dot_rows(w.type());
             const simd::DotGroupsPairFn dot_pair = chunk.grouped ? kernels.dot_groups_pair(w.type()) : nullptr;
+            const simd::DotGroupsPairFn dot_quad = chunk.grouped ? kernels.dot_groups_quad(w.type()) : nullptr;
             for (int r = chunk.first; r < chunk.first + chunk.count; r += kRowsPerStep) {
                 const int n = std::min(kRowsPerStep, chunk.first + chunk.count - r);
                 int t = 0;
-                // Token pairs share each weight block's unpacking; a pair's results equal single calls'.
+                // Token quads and pairs share each weight block's unpacking; their results equal single calls'.
+                for (; dot_quad && t + 4 <= n_tokens; t += 4) {
+                    const uint8_t* x[4];
+                    float* out[4];
+                    for (int i = 0; i < 4; ++i) {
+                        x[i] = act + size_t(t + i) * stride[f];
+                        out[i] = o.out + size_t(t + i) * rows + size_t(r);
+                    }
+                    dot_quad(w.tensor->data + size_t(r) * row_stride, size_t(n) / kInterleave, cols, x, out);
+                }
                 for (; dot_pair && t + 2 <= n_tokens; t += 2) {
                     const uint8_t* x[2] = {act + size_t(t) * stride[f], act + size_t(t + 1) * stride[f]};
                     float* out[2] = {o.out + size_t(t) * rows + size_t(r), o.out + size_t(t + 1) * rows + size_t(r)};

@@ -42,8 +42,9 @@ using DotRowsFn = void (*)(const uint8_t* rows, size_t row_stride, size_t n_rows
                            const uint8_t* activations, float* out);
 // Rows interleaved eight at a time (quant/interleave.h): out[0 .. 8*n_groups) in row order.
 using DotGroupsFn = void (*)(const uint8_t* groups, size_t n_groups, size_t cols, const uint8_t* activations, float* out);
-// The same for two tokens at once (activations[0], activations[1] into out[0], out[1]), each token's
-// results bit-identical to DotGroupsFn's: a batch reads and unpacks each weight block once per pair.
+// The same for several tokens at once (activations[i] into out[i]: two for a pair kernel, four for a
+// quad), each token's results bit-identical to DotGroupsFn's: a batch reads and unpacks each weight
+// block once per pair or quad.
 using DotGroupsPairFn = void (*)(const uint8_t* groups, size_t n_groups, size_t cols, const uint8_t* const* activations,
                                  float* const* out);
 // out[i] = sum over r < n_rows of weights[r] * row_r[i], for i < n.
@@ -56,7 +57,7 @@ struct GemvKernels {
     QuantizeActFn quantize_q8x256;
     DotRowsFn f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_xs;
     DotGroupsFn q4_0_x8, q8_0_x8, q4_k_x8, q6_k_x8;
-    DotGroupsPairFn q4_0_x8_pair;
+    DotGroupsPairFn q4_0_x8_pair, q4_0_x8_quad;
     WeightedSumFn weighted_sum_f32, weighted_sum_f16;
 
     DotRowsFn dot_rows(TensorType type) const;
@@ -64,6 +65,7 @@ struct GemvKernels {
     DotGroupsFn dot_groups(TensorType type) const;
     // nullptr for the types without a two-token kernel.
     DotGroupsPairFn dot_groups_pair(TensorType type) const { return type == TensorType::Q4_0 ? q4_0_x8_pair : nullptr; }
+    DotGroupsPairFn dot_groups_quad(TensorType type) const { return type == TensorType::Q4_0 ? q4_0_x8_quad : nullptr; }
     // Prepares x (n floats) in the format the type's kernel reads.
     void prepare(ActFormat format, const float* x, size_t n, uint8_t* out) const;
 };

@@ -389,6 +389,10 @@ static void dot_groups_q4_0_pair(const uint8_t* groups, size_t n_groups, size_t 
     dot_groups_q4_0_tokens<2>(groups, n_groups, n, acts, outs);
 }
 
+static void dot_groups_q4_0_quad(const uint8_t* groups, size_t n_groups, size_t n, const uint8_t* const* acts, float* const* outs) {
+    dot_groups_q4_0_tokens<4>(groups, n_groups, n, acts, outs);
+}
+
 static void dot_groups_q8_0(const uint8_t* groups, size_t n_groups, size_t n, const uint8_t* act, float* out) {
     const size_t nb = n / 32;
     const int8_t* q = reinterpret_cast<const int8_t*>(act);
@@ -583,6 +587,7 @@ static const GemvKernels kKernels = {
     dot_groups_q4_k,
     dot_groups_q6_k,
     dot_groups_q4_0_pair,
+    dot_groups_q4_0_quad,
     weighted_sum<4, load_f32_bytes, scalar_f32>,
     weighted_sum<2, load_f16, scalar_f16>,
 };

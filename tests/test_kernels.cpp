@@ -215,7 +215,7 @@ TEST_CASE("vector dequantization gives the scalar reference's floats bit for bit
     }
 }
 
-TEST_CASE("the two-token Q4_0 group kernel gives each token exactly its single-token results", "[kernels][interleave]") {
+TEST_CASE("the two- and four-token Q4_0 group kernels give each token exactly its single-token results", "[kernels][interleave]") {
     const size_t cols = 256, rows = 16;
     const size_t stride = row_bytes(TensorType::Q4_0, cols);
     std::vector<uint8_t> bytes(stride * rows);
@@ -225,16 +225,20 @@ TEST_CASE("the two-token Q4_0 group kernel gives each token exactly its single-t
         INFO(simd::kernel_path_name(path));
         const simd::GemvKernels& k = simd::gemv_kernels(path);
         REQUIRE(k.dot_groups_pair(TensorType::Q4_0) != nullptr);
-        std::vector<uint8_t> a0(simd::act_bytes(ActFormat::Q8x32, cols)), a1(a0.size());
-        k.prepare(ActFormat::Q8x32, test::normal_floats(cols, 1).data(), cols, a0.data());
-        k.prepare(ActFormat::Q8x32, test::normal_floats(cols, 2).data(), cols, a1.data());
-        std::vector<float> single0(rows), single1(rows), pair0(rows), pair1(rows);
-        k.dot_groups(TensorType::Q4_0)(bytes.data(), rows / 8, cols, a0.data(), single0.data());
-        k.dot_groups(TensorType::Q4_0)(bytes.data(), rows / 8, cols, a1.data(), single1.data());
-        const uint8_t* acts[2] = {a0.data(), a1.data()};
-        float* outs[2] = {pair0.data(), pair1.data()};
+        REQUIRE(k.dot_groups_quad(TensorType::Q4_0) != nullptr);
+        std::vector<std::vector<uint8_t>> a(4, std::vector<uint8_t>(simd::act_bytes(ActFormat::Q8x32, cols)));
+        std::vector<std::vector<float>> single(4, std::vector<float>(rows)), grouped(4, std::vector<float>(rows));
+        const uint8_t* acts[4];
+        float* outs[4];
+        for (size_t t = 0; t < 4; ++t) {
+            k.prepare(ActFormat::Q8x32, test::normal_floats(cols, uint32_t(1 + t)).data(), cols, a[t].data());
+            k.dot_groups(TensorType::Q4_0)(bytes.data(), rows / 8, cols, a[t].data(), single[t].data());
+            acts[t] = a[t].data();
+            outs[t] = grouped[t].data();
+        }
         k.dot_groups_pair(TensorType::Q4_0)(bytes.data(), rows / 8, cols, acts, outs);
-        CHECK(std::memcmp(single0.data(), pair0.data(), rows * sizeof(float)) == 0);
-        CHECK(std::memcmp(single1.data(), pair1.data(), rows * sizeof(float)) == 0);
+        for (size_t t = 0; t < 2; ++t) CHECK(std::memcmp(single[t].data(), grouped[t].data(), rows * sizeof(float)) == 0);
+        k.dot_groups_quad(TensorType::Q4_0)(bytes.data(), rows / 8, cols, acts, outs);
+        for (size_t t = 0; t < 4; ++t) CHECK(std::memcmp(single[t].data(), grouped[t].data(), rows * sizeof(float)) == 0);
     }
 }
