@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -225,11 +226,15 @@ RILL_EXPORT rill_status rill_session_create(rill_model* model, const rill_sessio
         const rill_session_params p = params != nullptr ? *params : rill_session_default_params();
         require(p.n_ctx >= 0, "rill_session_create: n_ctx is negative");
         require(p.n_threads >= 0, "rill_session_create: n_threads is negative");
-        require(p.kv_type == RILL_KV_F16 || p.kv_type == RILL_KV_F32, "rill_session_create: kv_type is neither RILL_KV_F16 nor RILL_KV_F32");
+        // A C caller may store any int in the enum; in C++ reading an out-of-range enum is undefined,
+        // so the bits are read as the underlying integer.
+        std::underlying_type_t<rill_kv_type> kv_type;
+        std::memcpy(&kv_type, &p.kv_type, sizeof kv_type);
+        require(kv_type == RILL_KV_F16 || kv_type == RILL_KV_F32, "rill_session_create: kv_type is neither RILL_KV_F16 nor RILL_KV_F32");
         rill::SessionOptions options;
         options.n_ctx = p.n_ctx;
         options.n_threads = p.n_threads;
-        options.kv_type = p.kv_type == RILL_KV_F32 ? rill::KvType::F32 : rill::KvType::F16;
+        options.kv_type = kv_type == RILL_KV_F32 ? rill::KvType::F32 : rill::KvType::F16;
         auto handle = std::make_unique<rill_session>();
         handle->model = model;
         handle->session = std::make_unique<rill::Session>(*model->model, options);

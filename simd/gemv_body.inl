@@ -205,10 +205,13 @@ static float dot_row_q5_k(const uint8_t* w, size_t n, const uint8_t* act) {
 // One Q6_K super-block's first 208 bytes (ql, qh, scales) times 256 activations: the scaled
 // products of the quants as stored (+32), and in *offset_sum the scales times the activation sums
 // that take the +32 back off. Shared by the row and group kernels.
-static inline I32x8 q6_k_sum(const uint8_t* blk, const int8_t* x, const int16_t* sums16, int32_t* offset_sum) {
+template <int T>
+static inline void q6_k_sums(const uint8_t* blk, const int8_t* const* x, const int16_t* const* sums16, I32x8* sum, int32_t* offset_sum) {
     const int8_t* scales = reinterpret_cast<const int8_t*>(blk + 192);
-    *offset_sum = dot_i8x16(scales, sums16);
-    I32x8 sum = zero32();
+    for (int t = 0; t < T; ++t) {
+        offset_sum[t] = dot_i8x16(scales, sums16[t]);
+        sum[t] = zero32();
+    }
     for (int h = 0; h < 2; ++h) {
         const uint8_t* ql = blk + 64 * h;
         const I8x32 high = load_bytes(blk + 128 + 32 * h);
@@ -218,9 +221,18 @@ static inline I32x8 q6_k_sum(const uint8_t* blk, const int8_t* x, const int16_t*
                             or_bytes(shr_and(l0, 4, 0x0f), and_bytes(high, 0x30)),
                             or_bytes(shr_and(l1, 4, 0x0f), shr_and(high, 2, 0x30))};
         const I16x16 sc = widen_i8x8(scales + 8 * h);
-        for (int k = 0; k < 4; ++k)
-            sum = add32(sum, madd16(mul_u8s8(u[k], load_bytes(x + 128 * size_t(h) + 32 * k)), pick16(sc, 2 * k, 2 * k + 1)));
+        for (int t = 0; t < T; ++t)
+            for (int k = 0; k < 4; ++k)
+                sum[t] = add32(sum[t], madd16(mul_u8s8(u[k], load_bytes(x[t] + 128 * size_t(h) + 32 * k)), pick16(sc, 2 * k, 2 * k + 1)));
     }
+}
+
+// One token's Q6_K super-block: in the vector sum the products of the quants as stored (+32), and in
+// *offset_sum the scales times the activation sums that take the +32 back off. Shared by the row and
+// group kernels; q6_k_sums unpacks the quants once for several tokens.
+static inline I32x8 q6_k_sum(const uint8_t* blk, const int8_t* x, const int16_t* sums16, int32_t* offset_sum) {
+    I32x8 sum;
+    q6_k_sums<1>(blk, &x, &sums16, &sum, offset_sum);
     return sum;
 }
 
@@ -366,9 +378,12 @@ static void dot_groups_q4_0_tokens(const uint8_t* groups, size_t n_groups, size_
             const F32x8 dw = load_f16(chunk);
             for (int t = 0; t < T; ++t) {
                 const I8x32 x_lo = broadcast16(q[t] + 32 * b), x_hi = broadcast16(q[t] + 32 * b + 16);
-                I32x8 p[4];
-                for (int k = 0; k < 4; ++k) p[k] = sum_pairs(add16(mul_u8s8(lo[k], x_lo), mul_u8s8(hi[k], x_hi)));
-                const I32x8 sums = hadd32(hadd32(p[0], p[1]), hadd32(p[2], p[3]));  // lanes in kInterleaveLanes order
+                I16x16 p[4];
+                for (int k = 0; k < 4; ++k) p[k] = add16(mul_u8s8(lo[k], x_lo), mul_u8s8(hi[k], x_hi));
+                // The pairwise tree stays in 16 bits until the last step, one widening instead of four:
+                // a lane holds at most 16 products of a nibble (0..15) and an activation (|q| <= 127),
+                // 16 × 15 × 127 = 30480 < 32767. Lanes come out in kInterleaveLanes order.
+                const I32x8 sums = sum_pairs(hadd16(hadd16(p[0], p[1]), hadd16(p[2], p[3])));
                 acc[t] = fma_f(to_f32(sums), mul_f(dw, splat_f(d[t][b])), acc[t]);
                 bias[t] = fma_f(dw, splat_f(s[t][b]), bias[t]);
             }
@@ -446,30 +461,57 @@ static void dot_groups_q4_k(const uint8_t* groups, size_t n_groups, size_t n, co
     }
 }
 
-// Q6_K: per super-block, eight rows' d (lane order), then each row's ql, qh and scales.
-static void dot_groups_q6_k(const uint8_t* groups, size_t n_groups, size_t n, const uint8_t* act, float* out) {
-    const Act256 a = act256(act, n);
+// Q6_K: per super-block, eight rows' d (lane order), then each row's ql, qh and scales. T tokens at
+// once share each row's unpacking, each token's arithmetic the same as alone.
+template <int T>
+static void dot_groups_q6_k_tokens(const uint8_t* groups, size_t n_groups, size_t n, const uint8_t* const* acts, float* const* outs) {
+    Act256 a[T];
+    for (int t = 0; t < T; ++t) a[t] = act256(acts[t], n);
     const size_t nb = n / 256;
     for (size_t g = 0; g < n_groups; ++g) {
         const uint8_t* base = groups + g * nb * 1680;
-        F32x8 acc = zero_f(), offsets = zero_f();
+        F32x8 acc[T], offsets[T];
+        for (int t = 0; t < T; ++t) acc[t] = offsets[t] = zero_f();
         for (size_t b = 0; b < nb; ++b) {
             const uint8_t* chunk = base + b * 1680;
             prefetch_ahead(chunk, 1680);
-            I32x8 p[8];
-            alignas(32) int32_t offset_sum[8];
-            for (int i = 0; i < 8; ++i) {
-                const uint8_t* row = chunk + 16 + 208 * size_t(kInterleaveLanes[i]);
-                p[i] = q6_k_sum(row, a.q + 256 * b, a.sums + 16 * b, &offset_sum[i]);
+            const int8_t* x[T];
+            const int16_t* sums[T];
+            for (int t = 0; t < T; ++t) {
+                x[t] = a[t].q + 256 * b;
+                sums[t] = a[t].sums + 16 * b;
             }
-            const F32x8 scale = mul_f(load_f16(chunk), splat_f(a.d[b]));
-            acc = fma_f(to_f32(hsum8x8(p)), scale, acc);
-            offsets = fma_f(to_f32(load_i32x8(offset_sum)), mul_f(scale, splat_f(32.0f)), offsets);
+            I32x8 p[T][8];
+            alignas(32) int32_t offset_sum[T][8];
+            for (int i = 0; i < 8; ++i) {
+                I32x8 row_sum[T];
+                int32_t row_offset[T];
+                q6_k_sums<T>(chunk + 16 + 208 * size_t(kInterleaveLanes[i]), x, sums, row_sum, row_offset);
+                for (int t = 0; t < T; ++t) {
+                    p[t][i] = row_sum[t];
+                    offset_sum[t][i] = row_offset[t];
+                }
+            }
+            for (int t = 0; t < T; ++t) {
+                const F32x8 scale = mul_f(load_f16(chunk), splat_f(a[t].d[b]));
+                acc[t] = fma_f(to_f32(hsum8x8(p[t])), scale, acc[t]);
+                offsets[t] = fma_f(to_f32(load_i32x8(offset_sum[t])), mul_f(scale, splat_f(32.0f)), offsets[t]);
+            }
         }
-        float lanes[8];
-        store_f32(lanes, add_f(acc, mul_f(offsets, splat_f(-1.0f))));
-        for (int i = 0; i < 8; ++i) out[8 * g + size_t(kInterleaveLanes[i])] = lanes[i];
+        for (int t = 0; t < T; ++t) {
+            float lanes[8];
+            store_f32(lanes, add_f(acc[t], mul_f(offsets[t], splat_f(-1.0f))));
+            for (int i = 0; i < 8; ++i) outs[t][8 * g + size_t(kInterleaveLanes[i])] = lanes[i];
+        }
     }
+}
+
+static void dot_groups_q6_k(const uint8_t* groups, size_t n_groups, size_t n, const uint8_t* act, float* out) {
+    dot_groups_q6_k_tokens<1>(groups, n_groups, n, &act, &out);
+}
+
+static void dot_groups_q6_k_quad(const uint8_t* groups, size_t n_groups, size_t n, const uint8_t* const* acts, float* const* outs) {
+    dot_groups_q6_k_tokens<4>(groups, n_groups, n, acts, outs);
 }
 
 // ---- Float weights: F32 F16 BF16, float activations ---------------------------------------------
@@ -588,6 +630,7 @@ static const GemvKernels kKernels = {
     dot_groups_q6_k,
     dot_groups_q4_0_pair,
     dot_groups_q4_0_quad,
+    dot_groups_q6_k_quad,
     weighted_sum<4, load_f32_bytes, scalar_f32>,
     weighted_sum<2, load_f16, scalar_f16>,
 };

@@ -132,6 +132,7 @@ static inline I16x16 add16(I16x16 a, I16x16 b) { return {_mm256_add_epi16(a.v, b
 static inline I32x8 sum_pairs(I16x16 a) { return {_mm256_madd_epi16(a.v, _mm256_set1_epi16(1))}; }
 // Per 128-bit half: [a0+a1, a2+a3, b0+b1, b2+b3].
 static inline I32x8 hadd32(I32x8 a, I32x8 b) { return {_mm256_hadd_epi32(a.v, b.v)}; }
+static inline I16x16 hadd16(I16x16 a, I16x16 b) { return {_mm256_hadd_epi16(a.v, b.v)}; }
 // A hint to start loading a cache line that will be read soon.
 static inline void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
 // Eight bytes as int16, the same eight in both halves (for pick16).

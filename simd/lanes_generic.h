@@ -196,6 +196,18 @@ static inline I32x8 hadd32(I32x8 a, I32x8 b) {
     }
     return r;
 }
+// Wrapping pairwise sums within each 128-bit half, as the vector instruction does.
+static inline I16x16 hadd16(I16x16 a, I16x16 b) {
+    I16x16 r;
+    for (int half = 0; half < 2; ++half) {
+        const int o = 8 * half;
+        for (int i = 0; i < 4; ++i) {
+            r.h[o + i] = int16_t(uint16_t(a.h[o + 2 * i]) + uint16_t(a.h[o + 2 * i + 1]));
+            r.h[o + 4 + i] = int16_t(uint16_t(b.h[o + 2 * i]) + uint16_t(b.h[o + 2 * i + 1]));
+        }
+    }
+    return r;
+}
 static inline void prefetch(const void* p) { __builtin_prefetch(p); }
 static inline I16x16 widen_u8x8(const uint8_t* p) {
     I16x16 r;

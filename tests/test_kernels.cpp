@@ -215,6 +215,31 @@ TEST_CASE("vector dequantization gives the scalar reference's floats bit for bit
     }
 }
 
+TEST_CASE("the four-token Q6_K group kernel gives each token exactly its single-token results", "[kernels][interleave]") {
+    const size_t cols = 512, rows = 16;
+    const size_t stride = row_bytes(TensorType::Q6_K, cols);
+    std::vector<uint8_t> bytes(stride * rows);
+    for (size_t r = 0; r < rows; ++r) quantize_row(TensorType::Q6_K, test::normal_floats(cols, uint32_t(90 + r)).data(), bytes.data() + r * stride, cols);
+    interleave_rows(TensorType::Q6_K, bytes.data(), rows, stride);
+    for (const simd::KernelPath path : integer_paths()) {
+        INFO(simd::kernel_path_name(path));
+        const simd::GemvKernels& k = simd::gemv_kernels(path);
+        REQUIRE(k.dot_groups_quad(TensorType::Q6_K) != nullptr);
+        std::vector<std::vector<uint8_t>> a(4, std::vector<uint8_t>(simd::act_bytes(ActFormat::Q8x256, cols)));
+        std::vector<std::vector<float>> single(4, std::vector<float>(rows)), grouped(4, std::vector<float>(rows));
+        const uint8_t* acts[4];
+        float* outs[4];
+        for (size_t t = 0; t < 4; ++t) {
+            k.prepare(ActFormat::Q8x256, test::normal_floats(cols, uint32_t(5 + t)).data(), cols, a[t].data());
+            k.dot_groups(TensorType::Q6_K)(bytes.data(), rows / 8, cols, a[t].data(), single[t].data());
+            acts[t] = a[t].data();
+            outs[t] = grouped[t].data();
+        }
+        k.dot_groups_quad(TensorType::Q6_K)(bytes.data(), rows / 8, cols, acts, outs);
+        for (size_t t = 0; t < 4; ++t) CHECK(std::memcmp(single[t].data(), grouped[t].data(), rows * sizeof(float)) == 0);
+    }
+}
+
 TEST_CASE("the two- and four-token Q4_0 group kernels give each token exactly its single-token results", "[kernels][interleave]") {
     const size_t cols = 256, rows = 16;
     const size_t stride = row_bytes(TensorType::Q4_0, cols);
