@@ -110,8 +110,7 @@ public:
     Server(const ServeFlags& flags, const Model& model, const Vocab& vocab, const SessionOptions& options, std::string id)
         : flags_(flags),
           scheduler_(model, vocab, options, flags.parallel),
-          served_{model, vocab, std::move(id), model.file.get_string("tokenizer.chat_template").value_or(""), scheduler_.n_ctx()},
-          embed_session_(model, options) {}
+          served_{model, vocab, std::move(id), model.file.get_string("tokenizer.chat_template").value_or(""), scheduler_.n_ctx()} {}
 
     void install(httplib::Server& http) {
         http.set_payload_max_length(flags_.max_body);
@@ -162,6 +161,7 @@ public:
     }
 
     int n_ctx() const { return served_.n_ctx; }
+    serve::Scheduler& scheduler() { return scheduler_; }
 
 private:
     json model_json() const {
@@ -246,13 +246,10 @@ private:
             const auto inputs = serve::parse_embedding_inputs(body, served_, base64);
             json data = json::array();
             int tokens = 0;
-            {
-                std::lock_guard lock(embed_mutex_);
-                for (size_t i = 0; i < inputs.size(); ++i) {
-                    const std::vector<float> v = embed_session_.embed(inputs[i]);
-                    tokens += int(inputs[i].size());
-                    data.push_back({{"object", "embedding"}, {"index", i}, {"embedding", base64 ? json(serve::base64_floats(v)) : json(v)}});
-                }
+            for (size_t i = 0; i < inputs.size(); ++i) {
+                const std::vector<float> v = scheduler_.embed(inputs[i]).get();
+                tokens += int(inputs[i].size());
+                data.push_back({{"object", "embedding"}, {"index", i}, {"embedding", base64 ? json(serve::base64_floats(v)) : json(v)}});
             }
             RequestStats s;
             s.prompt_tokens = tokens;
@@ -273,8 +270,6 @@ private:
     const ServeFlags& flags_;
     serve::Scheduler scheduler_;
     serve::ServedModel served_;
-    std::mutex embed_mutex_;
-    Session embed_session_;  // embeddings run beside the generation slots, one request at a time
     RequestLog log_;
 };
 
@@ -312,18 +307,22 @@ int serve_main(const ServeFlags& f) {
                  port, id.c_str(), f.parallel, f.parallel == 1 ? "" : "s", server.n_ctx(), f.session.threads > 0 ? f.session.threads : default_thread_count());
     std::fflush(stderr);
 
+    // HTTP on its own threads; the model's work stays on this one, which loaded it (see Scheduler).
+    bool ok = true;
+    std::thread listener([&] {
+        ok = http.listen_after_bind();
+        server.scheduler().stop();
+    });
     std::thread stopper([&http, stop_signals] {
         int signal = 0;
         sigwait(&stop_signals, &signal);
         std::fprintf(stderr, "rill serve: stopping\n");
         http.stop();
     });
-    const bool ok = http.listen_after_bind();
-    // Wake the signal thread if the server ended on its own.
-    if (stopper.joinable()) {
-        pthread_kill(stopper.native_handle(), SIGTERM);
-        stopper.join();
-    }
+    server.scheduler().run();
+    listener.join();
+    pthread_kill(stopper.native_handle(), SIGTERM);  // wakes the signal thread if the server ended on its own
+    stopper.join();
     return ok ? 0 : 1;
 }
 

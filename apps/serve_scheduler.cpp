@@ -36,16 +36,30 @@ Scheduler::Scheduler(const Model& model, const Vocab& vocab, const SessionOption
         slots_.push_back(std::move(slot));
     }
     n_ctx_ = slots_[0].session->n_ctx();
-    thread_ = std::thread([this] { loop(); });
+    embed_session_ = std::make_unique<Session>(model, options);
 }
 
-Scheduler::~Scheduler() {
+void Scheduler::stop() {
     {
         std::lock_guard lock(mutex_);
         stopping_ = true;
     }
     wake_.notify_all();
-    thread_.join();
+}
+
+std::future<std::vector<float>> Scheduler::embed(std::vector<int32_t> tokens) {
+    std::packaged_task<std::vector<float>()> task([this, tokens = std::move(tokens)] { return embed_session_->embed(tokens); });
+    auto result = task.get_future();
+    {
+        std::lock_guard lock(mutex_);
+        embeddings_.push_back(std::move(task));
+    }
+    wake_.notify_all();
+    return result;
+}
+
+Scheduler::~Scheduler() {
+    for (auto& task : embeddings_) task();  // nothing may wait forever on a future
     for (Slot& slot : slots_)
         if (slot.job) finish(slot, FinishReason::Cancelled);
     for (const auto& job : queue_) {
@@ -125,16 +139,18 @@ void Scheduler::start(Slot& slot) {
     if (slot.completion->done()) finish(slot, slot.completion->reason());
 }
 
-void Scheduler::loop() {
+void Scheduler::run() {
     std::vector<Session*> batch;
     std::vector<int32_t> tokens;
     std::vector<Slot*> members;
     for (;;) {
         std::vector<Slot*> starting;
+        std::deque<std::packaged_task<std::vector<float>()>> embeddings;
         {
             std::unique_lock lock(mutex_);
-            wake_.wait(lock, [&] { return stopping_ || busy_ > 0 || !queue_.empty(); });
+            wake_.wait(lock, [&] { return stopping_ || busy_ > 0 || !queue_.empty() || !embeddings_.empty(); });
             if (stopping_) return;
+            embeddings.swap(embeddings_);
             for (Slot& slot : slots_) {
                 if (slot.job || queue_.empty()) continue;
                 slot.job = std::move(queue_.front());
@@ -143,6 +159,7 @@ void Scheduler::loop() {
                 starting.push_back(&slot);
             }
         }
+        for (auto& task : embeddings) task();  // a throw is kept in the future
         for (Slot* slot : starting) {
             try {
                 start(*slot);
