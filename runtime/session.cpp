@@ -26,6 +26,13 @@ simd::KernelPath choose_kernel_path(const std::optional<simd::KernelPath>& reque
         throw Error(e.what());
     }
 }
+
+void check_token_ids(const Hparams& hp, std::span<const int32_t> tokens) {
+    for (const int32_t id : tokens)
+        if (id < 0 || id >= hp.n_vocab)
+            throw Error("token id " + std::to_string(id) + " is outside the vocabulary (0.." + std::to_string(hp.n_vocab - 1) + ")");
+}
+
 }  // namespace
 
 int default_thread_count() { return std::max(1u, std::thread::hardware_concurrency()); }
@@ -74,9 +81,7 @@ std::span<const float> Session::eval(std::span<const int32_t> tokens, bool all_l
     if (size_t(pos_) + tokens.size() > size_t(n_ctx_))
         throw Error("context overflow: " + std::to_string(pos_) + " tokens in the context plus " +
                     std::to_string(tokens.size()) + " new ones exceed the context size " + std::to_string(n_ctx_));
-    for (const int32_t id : tokens)
-        if (id < 0 || id >= hp.n_vocab)
-            throw Error("token id " + std::to_string(id) + " is outside the vocabulary (0.." + std::to_string(hp.n_vocab - 1) + ")");
+    check_token_ids(hp, tokens);
 
     const size_t n_vocab = size_t(hp.n_vocab);
     logits_.resize((all_logits ? tokens.size() : 1) * n_vocab);
@@ -108,7 +113,11 @@ void Session::forward_layers(std::span<const int32_t> tokens, std::span<const Ro
     ensure_batch(n);
     // Rows of different sequences stay on the decode kernels, whose per-row arithmetic does not
     // depend on the batch: a stream's text must not change with who else is being served.
-    const int gemm_min_tokens = scratch_.gemm_min_tokens;
+    struct Restore {
+        int& value;
+        int saved;
+        ~Restore() { value = saved; }
+    } restore{scratch_.gemm_min_tokens, scratch_.gemm_min_tokens};
     if (!one_sequence) scratch_.gemm_min_tokens = std::numeric_limits<int>::max();
     for (int t = 0; t < n; ++t) weight_row(model_.token_embd, tokens[size_t(t)], &x_[size_t(t) * E]);
     for (int t = 0; t < n; ++t) rope_angles(hp, model_.rope_freqs, places[size_t(t)].pos, &rope_[size_t(t) * hp.n_rot]);
@@ -140,7 +149,6 @@ void Session::forward_layers(std::span<const int32_t> tokens, std::span<const Ro
         matmul(L.ffn_down, gate_.data(), xn_.data(), n, scratch_);
         for (size_t i = 0; i < size_t(n) * E; ++i) x_[i] += xn_[i];
     }
-    scratch_.gemm_min_tokens = gemm_min_tokens;
 }
 
 void Session::project_logits(int first, int n, float* out) {
@@ -168,9 +176,8 @@ std::span<const float> Session::eval_together(std::span<Session* const> sessions
         if (s.pos_ >= s.n_ctx_)
             throw Error("context overflow: session " + std::to_string(i) + " already holds " + std::to_string(s.pos_) +
                         " tokens, its context size");
-        if (tokens[i] < 0 || tokens[i] >= hp.n_vocab)
-            throw Error("token id " + std::to_string(tokens[i]) + " is outside the vocabulary (0.." + std::to_string(hp.n_vocab - 1) + ")");
     }
+    check_token_ids(hp, tokens);
     lead.places_.resize(n);
     for (size_t i = 0; i < n; ++i) lead.places_[i] = {&sessions[i]->kv_, sessions[i]->pos_};
     lead.forward_layers(tokens, lead.places_, n == 1);
@@ -197,9 +204,7 @@ std::vector<float> Session::embed(std::span<const int32_t> tokens) {
     if (tokens.empty()) throw Error("nothing to embed: no tokens");
     if (tokens.size() > size_t(n_ctx_))
         throw Error("the input has " + std::to_string(tokens.size()) + " tokens, more than the context size " + std::to_string(n_ctx_));
-    for (const int32_t id : tokens)
-        if (id < 0 || id >= hp.n_vocab)
-            throw Error("token id " + std::to_string(id) + " is outside the vocabulary (0.." + std::to_string(hp.n_vocab - 1) + ")");
+    check_token_ids(hp, tokens);
     const int E = hp.n_embd;
     std::vector<double> sum(size_t(E), 0.0);
     pos_ = 0;
