@@ -22,6 +22,7 @@
 #include "model_flags.h"
 #include "session_flags.h"
 #include "runtime/bandwidth.h"
+#include "runtime/budget.h"
 #include "runtime/error.h"
 #include "runtime/quant_mix.h"
 #include "runtime/session.h"
@@ -576,6 +577,7 @@ int bench(const BenchFlags& f) {
     const auto load_start = Clock::now();
     const auto model = load_model(f.model.path, f.model.load_options());
     const ModelSummary summary = describe(*model, f.model.path, seconds_since(load_start) * 1e3);
+    const ModelShape shape = shape_of(*model);
     const int n_vocab = model->hp.n_vocab;
     const auto bos_id = model->file.get_uint("tokenizer.ggml.bos_token_id");
     const int32_t bos = bos_id && *bos_id < uint64_t(n_vocab) ? int32_t(*bos_id) : -1;
@@ -595,8 +597,8 @@ int bench(const BenchFlags& f) {
             row.test = test;
             row.n_threads = t;
             row.bandwidth_gbps = bandwidth;
-            if (test.n_gen > 0) row.bytes_per_token = decode_bytes_per_token(*model, test.n_gen / 2, kv_type).total();
-            if (test.n_prompt > 0) row.flops = prompt_flops(*model, test.n_prompt);
+            if (test.n_gen > 0) row.bytes_per_token = decode_bytes_per_token(shape, test.n_gen / 2, kv_type).total();
+            if (test.n_prompt > 0) row.flops = prompt_flops(shape, test.n_prompt);
             row.peak_gflops = test.n_prompt > 0 ? peak_gflops : 0;
             row.gemm = f.gemm;
             const std::string label = "bench " + test.name() + " t=" + std::to_string(t);

@@ -19,5 +19,6 @@ Action add_quantize(CLI::App& app);
 Action add_synth(CLI::App& app);
 Action add_bench(CLI::App& app);
 Action add_serve(CLI::App& app);
+Action add_plan(CLI::App& app);
 
 }  // namespace rill::cli

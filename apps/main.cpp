@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
         {"synth", rill::cli::add_synth(app)},
         {"bench", rill::cli::add_bench(app)},
         {"serve", rill::cli::add_serve(app)},
+        {"plan", rill::cli::add_plan(app)},
     };
 
     try {

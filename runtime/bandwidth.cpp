@@ -8,14 +8,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <string>
 
 #include "error.h"
 
 namespace rill {
 namespace {
 
-// Far larger than any last-level cache (32 MiB here), so every pass streams from DRAM.
-constexpr size_t kProbeBytes = size_t(512) << 20;
 constexpr int kProbePasses = 4;
 
 // The sums land here so the compiler must perform every read.
@@ -46,20 +45,19 @@ uint64_t sum_words(const uint64_t* words, size_t n) {
     return ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7));
 }
 
-uint64_t tensor_bytes(const Weight& w) { return w ? w.tensor->n_bytes : 0; }
-
 }  // namespace
 
-double measure_read_bandwidth(int n_threads) {
+double measure_read_bandwidth(int n_threads, size_t probe_bytes) {
     n_threads = std::max(1, n_threads);
+    constexpr size_t kHugePage = size_t(2) << 20;
+    const size_t bytes = std::max(kHugePage, probe_bytes / kHugePage * kHugePage);
     // Left uninitialised: the first write below is the only touch before timing. Aligned to 2 MiB and
     // offered huge pages, so that touch costs hundreds of page faults instead of 131072.
-    constexpr size_t kHugePage = size_t(2) << 20;
-    std::unique_ptr<uint64_t, FreeDeleter> buffer(static_cast<uint64_t*>(std::aligned_alloc(kHugePage, kProbeBytes)));
-    if (!buffer) throw Error("cannot allocate 512 MiB for the memory-bandwidth probe");
-    ::madvise(buffer.get(), kProbeBytes, MADV_HUGEPAGE);  // only advice: without huge pages it still works
+    std::unique_ptr<uint64_t, FreeDeleter> buffer(static_cast<uint64_t*>(std::aligned_alloc(kHugePage, bytes)));
+    if (!buffer) throw Error("cannot allocate " + std::to_string(bytes >> 20) + " MiB for the memory-bandwidth probe");
+    ::madvise(buffer.get(), bytes, MADV_HUGEPAGE);  // only advice: without huge pages it still works
     uint64_t* const words = buffer.get();
-    const size_t n_words = kProbeBytes / sizeof(uint64_t);
+    const size_t n_words = bytes / sizeof(uint64_t);
     const int fill = g_probe_fill;
 
     // Each thread touches the slice it later reads, so on a NUMA machine the pages sit near their reader.
@@ -86,41 +84,7 @@ double measure_read_bandwidth(int n_threads) {
         g_probe_sink = g_probe_sink + total;
         if (pass == 0 || seconds < best_seconds) best_seconds = seconds;
     }
-    return double(kProbeBytes) / std::max(best_seconds, 1e-9) / 1e9;
-}
-
-DecodeBudget decode_bytes_per_token(const Model& model, int position, KvType kv_type) {
-    DecodeBudget budget;
-    uint64_t& w = budget.weight_bytes;
-    for (const LayerWeights& L : model.layers) {
-        for (const Weight* weight : {&L.attn_norm, &L.wq, &L.wk, &L.wv, &L.wo, &L.bq, &L.bk, &L.bv, &L.ffn_norm,
-                                     &L.ffn_gate, &L.ffn_up, &L.ffn_down})
-            w += tensor_bytes(*weight);
-    }
-    // A step looks up one embedding row, but multiplies by the whole output matrix. When the two are
-    // tied this counts the shared table once in full (as the output) plus the looked-up row.
-    w += model.token_embd ? model.token_embd.tensor->row_bytes() : 0;
-    w += tensor_bytes(model.output);
-    w += tensor_bytes(model.output_norm);
-    w += tensor_bytes(model.rope_freqs);  // read for every position's RoPE angles
-
-    const Hparams& hp = model.hp;
-    budget.kv_bytes = uint64_t(2) * uint64_t(hp.n_layer) * uint64_t(std::max(0, position)) * uint64_t(hp.kv_dim()) *
-                      kv_type_bytes(kv_type);
-    return budget;
-}
-
-double prompt_flops(const Model& model, int n_tokens) {
-    const Hparams& hp = model.hp;
-    double per_token = 0;
-    for (const LayerWeights& L : model.layers)
-        for (const Weight* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down})
-            if (*w) per_token += 2.0 * double(w->tensor->n_elements);
-    // Token t attends to t + 1 positions: scores q·k and the weighted sum of values, per head.
-    const double attended = double(n_tokens) * double(n_tokens + 1) / 2;
-    const double attention = 4.0 * double(hp.head_dim) * double(hp.n_head) * double(hp.n_layer) * attended;
-    const double output = 2.0 * double(hp.n_vocab) * double(hp.n_embd);
-    return per_token * double(n_tokens) + attention + output;
+    return double(bytes) / std::max(best_seconds, 1e-9) / 1e9;
 }
 
 }  // namespace rill

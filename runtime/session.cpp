@@ -41,16 +41,19 @@ Session::Session(const Model& model, const SessionOptions& options)
     : model_(model),
       n_ctx_(options.n_ctx > 0 ? options.n_ctx : std::min(model.hp.n_ctx_train, 4096)),
       n_threads_(options.n_threads > 0 ? options.n_threads : default_thread_count()),
+      n_threads_batch_(options.n_threads_batch > 0 ? options.n_threads_batch : n_threads_),
       n_batch_(std::max(1, options.n_batch)) {
     if (n_ctx_ > (1 << 24)) throw Error("context size " + std::to_string(n_ctx_) + " is too large");
-    if (n_threads_ > 1024) throw Error("thread count " + std::to_string(n_threads_) + " is too large");
+    if (std::max(n_threads_, n_threads_batch_) > 1024)
+        throw Error("thread count " + std::to_string(std::max(n_threads_, n_threads_batch_)) + " is too large");
+    const int most_threads = std::max(n_threads_, n_threads_batch_);
     const Hparams& hp = model.hp;
     kv_ = KvCache(options.kv_type, hp.n_layer, n_ctx_, hp.kv_dim());
     const int widest = std::max({hp.n_embd, hp.n_ff, hp.q_dim()});
-    scratch_ = MatmulScratch(choose_kernel_path(options.kernels), n_threads_, size_t(widest),
+    scratch_ = MatmulScratch(choose_kernel_path(options.kernels), most_threads, size_t(widest),
                              options.gemm);
-    scores_.resize(size_t(n_threads_) * n_ctx_);
-    head_buf_.resize(size_t(n_threads_) * hp.head_dim);
+    scores_.resize(size_t(most_threads) * n_ctx_);
+    head_buf_.resize(size_t(most_threads) * hp.head_dim);
 }
 
 size_t batch_activation_bytes(const Hparams& hp, int n_batch) {
@@ -119,6 +122,9 @@ void Session::forward_layers(std::span<const int32_t> tokens, std::span<const Ro
         ~Restore() { value = saved; }
     } restore{scratch_.gemm_min_tokens, scratch_.gemm_min_tokens};
     if (!one_sequence) scratch_.gemm_min_tokens = std::numeric_limits<int>::max();
+    // A prompt is compute-bound and wants every core; a decode step (or several streams' steps) is
+    // bandwidth-bound and may saturate memory with fewer.
+    scratch_.n_threads = one_sequence && n > 1 ? n_threads_batch_ : n_threads_;
     for (int t = 0; t < n; ++t) weight_row(model_.token_embd, tokens[size_t(t)], &x_[size_t(t) * E]);
     for (int t = 0; t < n; ++t) rope_angles(hp, model_.rope_freqs, places[size_t(t)].pos, &rope_[size_t(t) * hp.n_rot]);
 
@@ -322,7 +328,7 @@ void Session::attention(int layer, int n_tokens, std::span<const RowPlace> place
     const Hparams& hp = model_.hp;
     if (one_sequence && scratch_.gemm != GemmBackend::Native && n_tokens >= scratch_.gemm_min_tokens) {
         const GemmBackend backend = scratch_.gemm == GemmBackend::Onednn ? GemmBackend::Onednn : GemmBackend::Openblas;
-        return batch_attention(hp, kv_, layer, pos_, n_tokens, q_.data(), attn_.data(), backend, scratch_.onednn.get(), n_threads_,
+        return batch_attention(hp, kv_, layer, pos_, n_tokens, q_.data(), attn_.data(), backend, scratch_.onednn.get(), scratch_.n_threads,
                                attention_scratch_);
     }
     const int D = hp.head_dim, group = hp.n_head / hp.n_head_kv;
@@ -335,7 +341,7 @@ void Session::attention(int layer, int n_tokens, std::span<const RowPlace> place
     const simd::GemvKernels* kernels = reference ? nullptr : &simd::gemv_kernels(scratch_.path);
     const bool f16 = kv_.type == KvType::F16;  // every session of a batch shares the lead's KV type
     const size_t elem = f16 ? 2 : 4, row_stride = size_t(kv_.kv_dim) * elem;
-#pragma omp parallel for num_threads(n_threads_) schedule(static) if (parallel)
+#pragma omp parallel for num_threads(scratch_.n_threads) schedule(static) if (parallel)
     for (int i = 0; i < pairs; ++i) {
         const int t = i / hp.n_head, h = i % hp.n_head;
         const int kv_offset = (h / group) * D;

@@ -16,7 +16,8 @@ namespace rill {
 
 struct SessionOptions {
     int n_ctx = 0;      // 0: the model's training context, at most 4096
-    int n_threads = 0;  // 0: every core
+    int n_threads = 0;        // decode steps; 0: every core
+    int n_threads_batch = 0;  // prompt batches (more than one token of one sequence); 0: as n_threads
     KvType kv_type = KvType::F16;
     int n_batch = 512;  // prompt tokens evaluated per forward pass; longer prompts run in chunks
     std::optional<simd::KernelPath> kernels = std::nullopt;  // unset: simd::default_kernel_path()
@@ -62,6 +63,7 @@ public:
     int position() const { return pos_; }
     int n_ctx() const { return n_ctx_; }
     int n_threads() const { return n_threads_; }
+    int n_threads_batch() const { return n_threads_batch_; }
     simd::KernelPath kernel_path() const { return scratch_.path; }
     GemmBackend gemm_backend() const { return scratch_.gemm; }
     const Model& model() const { return model_; }
@@ -83,7 +85,7 @@ private:
     void ensure_batch(int n_tokens);
 
     const Model& model_;
-    int n_ctx_, n_threads_, n_batch_;
+    int n_ctx_, n_threads_, n_threads_batch_, n_batch_;
     int pos_ = 0;
     KvCache kv_;
     MatmulScratch scratch_;

@@ -1,0 +1,77 @@
+// What this machine can do, measured with rill's own kernels: read bandwidth and the float multiply-add
+// peak at several thread counts, and per weight type the decode kernels' GB/s and the prompt path's
+// GFLOP/s. `rill plan` turns it and a model's budget (budget.h) into predictions; it is measured once
+// (under ten seconds) and cached as JSON.
+#pragma once
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "quant/tensor_type.h"
+
+namespace rill {
+
+// Bumped whenever what is measured or how changes, so an old cache is measured again.
+inline constexpr int kMachineProfileVersion = 2;
+// Prompt tokens per GEMM in the measurement: the default micro-batch, so dequantizing a weight panel
+// is shared by as many tokens as in a real prompt.
+inline constexpr int kProfileBatch = 512;
+
+struct CacheLevel {
+    int level = 0;
+    std::string kind;  // "Data", "Instruction", "Unified"
+    uint64_t bytes = 0;
+    int shared_by = 1;  // logical CPUs sharing one instance
+};
+
+struct TypeRates {
+    TensorType type;
+    std::vector<double> gemv_gbps;    // one token: weight bytes per second / 1e9, per thread count
+    std::vector<double> gemm_gflops;       // kProfileBatch tokens: 2·rows·cols·tokens per second / 1e9, rows of 2048
+    std::vector<double> gemm_wide_gflops;  // the same with rows of 8192
+};
+
+struct MachineProfile {
+    int version = kMachineProfileVersion;
+    std::string cpu;     // /proc/cpuinfo's model name
+    std::string kernels;  // the decode kernel path these rates were measured on
+    int logical_cores = 1;
+    int physical_cores = 1;
+    std::vector<CacheLevel> caches;
+    std::string measured_at;  // UTC, ISO 8601
+    double measure_seconds = 0;
+    std::vector<int> thread_counts;  // ascending; every per-thread vector below follows it
+    std::vector<double> read_gbps;
+    std::vector<double> peak_gflops;  // f32 fused multiply-add, every thread busy
+    std::vector<TypeRates> types;
+
+    // Between measured thread counts, linear; past the last, the last value.
+    double read_bandwidth(int n_threads) const;
+    double peak(int n_threads) const;
+    // 0 when the type was not measured.
+    double gemv_gbps(TensorType type, int n_threads) const;
+    // For a weight whose rows hold `cols` values (the measurement's row lengths are 2048 and 8192).
+    double gemm_gflops(TensorType type, int n_threads, int cols = 2048) const;
+    uint64_t last_level_cache_bytes() const;
+};
+
+// What the machine is, without measuring: CPU name, cores, caches, kernel path.
+MachineProfile describe_machine();
+// Measures everything; `status` hears a short line before each step.
+MachineProfile measure_machine(const std::function<void(const std::string&)>& status = {});
+
+nlohmann::json to_json(const MachineProfile& profile);
+// Throws rill::Error naming the field when the JSON is not a profile.
+MachineProfile profile_from_json(const nlohmann::json& j);
+
+// $RILL_CACHE_DIR, else $XDG_CACHE_HOME/rill, else ~/.cache/rill; then machine.json.
+std::string machine_profile_path();
+// The cached profile if it exists, parses, and was measured on this CPU and kernel path by this
+// version of the measurement; otherwise nullopt, with the reason in *why when given.
+std::optional<MachineProfile> load_machine_profile(const std::string& path, std::string* why = nullptr);
+void save_machine_profile(const MachineProfile& profile, const std::string& path);
+
+}  // namespace rill

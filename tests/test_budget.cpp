@@ -1,0 +1,166 @@
+// The plan's arithmetic, checked against closed forms of the hyperparameters: what a decode step
+// reads, the KV cache per token, a prompt's FLOPs, and predictions from a hand-made machine profile.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "runtime/budget.h"
+#include "runtime/error.h"
+#include "runtime/plan.h"
+#include "runtime/session.h"
+#include "shared_data.h"
+
+using namespace rill;
+
+namespace {
+
+std::unique_ptr<Model> golden(const std::string& type) {
+    LoadOptions options;
+    options.interleave = false;
+    return load_model(test::shared_path("golden/synth-llama-A." + type + ".gguf"), options);
+}
+
+// Bytes per decode step of a dense llama-shaped model whose every matrix has `type` and vectors are
+// F32, written out from the hyperparameters: per layer two norms and seven matrices, then the output
+// norm, the output matrix (or, tied, the embedding table in full: the same size) and one embedding row.
+uint64_t closed_form_bytes(int E, int L, int F, int Q, int KV, int V, TensorType type, int rope_freqs = 0,
+                           bool biases = false) {
+    const auto m = [&](uint64_t rows, uint64_t cols) { return rows * row_bytes(type, cols); };
+    const uint64_t layer = 2 * 4 * uint64_t(E) + m(Q, E) + 2 * m(KV, E) + m(E, Q) + 2 * m(F, E) + m(E, F) +
+                           (biases ? 4 * uint64_t(Q + 2 * KV) : 0);
+    return uint64_t(L) * layer + 4 * uint64_t(E) + m(V, E) + row_bytes(type, E) + 4 * uint64_t(rope_freqs);
+}
+
+}  // namespace
+
+TEST_CASE("a decode step of a golden model reads every tensor once and one row of the embedding table", "[budget]") {
+    // synth-llama-A: n_embd 256, 2 layers, 4 heads of 64 (2 KV heads), n_ff 768, vocab 512, own output.
+    for (const auto& [name, type] : {std::pair{"F32", TensorType::F32}, {"F16", TensorType::F16},
+                                     {"Q8_0", TensorType::Q8_0}, {"Q4_0", TensorType::Q4_0}, {"Q6_K", TensorType::Q6_K}}) {
+        INFO(name);
+        const auto model = golden(name);
+        const ModelShape shape = shape_of(*model);
+        CHECK_FALSE(shape.tied_output);
+        CHECK(decode_bytes_per_token(shape, 0, KvType::F16).weight_bytes ==
+              closed_form_bytes(256, 2, 768, 256, 128, 512, type));
+    }
+}
+
+TEST_CASE("the KV cache holds a key and a value row per layer for every position", "[budget]") {
+    const ModelShape shape = shape_of(*golden("Q8_0"));
+    CHECK(kv_bytes_per_token(shape.hp, KvType::F16) == 2 * 2 * 128 * 2);
+    CHECK(kv_bytes_per_token(shape.hp, KvType::F32) == 2 * 2 * 128 * 4);
+    CHECK(decode_bytes_per_token(shape, 100, KvType::F16).kv_bytes == 100u * 1024u);
+    CHECK(decode_bytes_per_token(shape, 0, KvType::F16).kv_bytes == 0);
+}
+
+TEST_CASE("every synth preset's F16 budget matches the closed form of its hyperparameters", "[budget]") {
+    for (const SynthPreset& p : synth_presets()) {
+        INFO(p.name);
+        const ModelShape shape = shape_of_preset(p, *find_recipe("F16"));
+        const int q = p.n_head * p.head_dim(), kv = p.n_head_kv * p.head_dim();
+        const uint64_t expected = closed_form_bytes(p.n_embd, p.n_layer, p.n_ff, q, kv, p.n_vocab, TensorType::F16,
+                                                    p.llama3_factor > 0 ? p.head_dim() / 2 : 0, p.qkv_bias);
+        CHECK(decode_bytes_per_token(shape, 0, KvType::F16).weight_bytes == expected);
+        CHECK(kv_bytes_per_token(shape.hp, KvType::F16) == uint64_t(2) * p.n_layer * kv * 2);
+        // The file holds the embedding table once more than a step reads it, unless the output is tied.
+        const uint64_t table = uint64_t(p.n_vocab) * row_bytes(TensorType::F16, p.n_embd);
+        CHECK(shape.weight_bytes() == expected - row_bytes(TensorType::F16, p.n_embd) + (p.tied_output ? 0 : table));
+    }
+}
+
+TEST_CASE("known models' KV cache per token: TinyLlama 22 KiB, Llama 2 7B 512 KiB, Llama 3.1 8B 128 KiB", "[budget]") {
+    const auto kv = [](const char* name) { return kv_bytes_per_token(shape_of_preset(*find_preset(name), *find_recipe("Q4_0")).hp, KvType::F16); };
+    CHECK(kv("tinyllama-1.1b") == 22528);
+    CHECK(kv("llama-2-7b") == 524288);
+    CHECK(kv("llama-3.1-8b") == 131072);
+}
+
+TEST_CASE("a preset's size in a quantization mix is what rill synth writes", "[budget]") {
+    for (const char* type : {"Q4_0", "Q8_0", "Q4_K_M", "Q2_K"}) {
+        INFO(type);
+        const SynthPreset p = *find_preset("llama-3.1-8b");
+        CHECK(shape_of_preset(p, *find_recipe(type)).weight_bytes() == synth_weight_bytes(p, *find_recipe(type)));
+    }
+}
+
+TEST_CASE("a prompt's FLOPs are two per weight per token plus attention and one row of logits", "[budget]") {
+    const ModelShape shape = shape_of(*golden("F32"));
+    const double per_token = 2.0 * 2 * (256.0 * 256 + 2 * 256.0 * 128 + 256.0 * 256 + 3 * 256.0 * 768);
+    const double n = 24, attention = 4.0 * 64 * 4 * 2 * (n * (n + 1) / 2);
+    CHECK(prompt_flops(shape, 24) == Approx(per_token * n + attention + 2.0 * 512 * 256).epsilon(1e-12));
+}
+
+TEST_CASE("memory needs are the weights, the KV cache at the context, and bounded scratch", "[budget]") {
+    const auto model = golden("Q4_0");
+    const ModelShape shape = shape_of(*model);
+    const MemoryNeeds needs = memory_needs(shape, 256, 512, 2, KvType::F16);
+    CHECK(needs.weights == model->weight_bytes());
+    CHECK(needs.kv_cache == 256u * 1024u);
+    CHECK(needs.scratch > batch_activation_bytes(shape.hp, 256));
+    CHECK(needs.scratch < (uint64_t(16) << 20));
+}
+
+namespace {
+
+// Two thread counts; every type streams at 10 GB/s on one thread, 16 on two; GEMM 100 / 180 GFLOP/s.
+MachineProfile hand_profile() {
+    MachineProfile p;
+    p.thread_counts = {1, 2};
+    p.read_gbps = {12, 20};
+    p.peak_gflops = {110, 200};
+    for (const TensorTypeTraits& t : all_tensor_types()) p.types.push_back({t.type, {10, 16}, {100, 180}, {100, 180}});
+    return p;
+}
+
+}  // namespace
+
+TEST_CASE("predicted decode time is each matrix at its kernel's rate plus the rest at the read bandwidth", "[plan]") {
+    const ModelShape shape = shape_of(*golden("Q8_0"));
+    const MachineProfile profile = hand_profile();
+    uint64_t matrices = 0;
+    for (const TensorShape& t : shape.tensors)
+        if (t.is_matrix() && t.name != "token_embd.weight") matrices += t.bytes;
+    const DecodeBudget budget = decode_bytes_per_token(shape, 10, KvType::F16);
+    const DecodeEstimate e = predict_decode(shape, profile, 2, 10, KvType::F16);
+    CHECK(e.seconds == Approx(double(matrices) / 16e9 + double(budget.total() - matrices) / 20e9).epsilon(1e-12));
+    CHECK(e.ceiling_tps == Approx(20e9 / double(budget.total())).epsilon(1e-12));
+    CHECK(e.bandwidth_bound);  // 16 of 20 GB/s
+    CHECK(best_decode(shape, profile, 10).n_threads == 2);
+}
+
+TEST_CASE("predicted prompt time is its matrix FLOPs at the GEMM rate plus one pass over the output", "[plan]") {
+    const ModelShape shape = shape_of(*golden("F16"));
+    const MachineProfile profile = hand_profile();
+    const double block_flops = 2.0 * 2 * (256.0 * 256 + 2 * 256.0 * 128 + 256.0 * 256 + 3 * 256.0 * 768) * 64;
+    const double attention = 4.0 * 64 * 4 * 2 * (64.0 * 65 / 2);
+    const double output = double(shape.find("output.weight")->bytes);
+    const PrefillEstimate e = predict_prefill(shape, profile, 1, 64, 512);
+    CHECK(e.seconds == Approx((block_flops + attention) / 100e9 + output / 10e9).epsilon(1e-12));
+}
+
+TEST_CASE("between measured thread counts the profile interpolates linearly", "[plan]") {
+    MachineProfile p = hand_profile();
+    p.thread_counts = {1, 4};
+    CHECK(p.read_bandwidth(2) == Approx(12 + (20 - 12) / 3.0));
+    CHECK(p.read_bandwidth(8) == 20);
+    CHECK(p.gemv_gbps(TensorType::Q4_0, 1) == 10);
+}
+
+TEST_CASE("a machine profile survives a round trip through JSON", "[plan]") {
+    MachineProfile p = hand_profile();
+    p.cpu = "test CPU";
+    p.caches = {{3, "Unified", 32u << 20, 8}};
+    const MachineProfile back = profile_from_json(to_json(p));
+    CHECK(back.cpu == "test CPU");
+    CHECK(back.last_level_cache_bytes() == 32u << 20);
+    CHECK(back.gemm_gflops(TensorType::Q6_K, 2) == 180);
+}
+
+TEST_CASE("a damaged machine profile is rejected with the field named", "[plan]") {
+    nlohmann::json j = to_json(hand_profile());
+    j["read_gbps"] = nlohmann::json::array({1.0});
+    CHECK_THROWS_WITH(profile_from_json(j), Catch::Contains("read_gbps"));
+    j.erase("read_gbps");
+    CHECK_THROWS_WITH(profile_from_json(j), Catch::Contains("'read_gbps'"));
+    CHECK_THROWS_AS(profile_from_json(nlohmann::json::array()), Error);
+}
