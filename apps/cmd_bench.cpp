@@ -24,7 +24,10 @@
 #include "runtime/bandwidth.h"
 #include "runtime/budget.h"
 #include "runtime/error.h"
+#include "runtime/plan.h"
 #include "runtime/quant_mix.h"
+#include "svg_plot.h"
+#include "machine_threads.h"
 #include "runtime/session.h"
 #include "simd/gemv.h"
 #include "simd/peak_flops.h"
@@ -49,13 +52,20 @@ struct BenchFlags {
     std::string kv_type = "f16";
     std::string gemm = "auto";
     int ubatch = 512;  // llama-bench's default micro-batch, so pp rows compare like with like
+    std::string sweep;  // "threads" or "ctx"
+    std::string plot_path;
+    std::string depth_list = "0,512,1024,2048";
 };
 
 // One kind of row: a prompt of n_prompt tokens (pp) or n_gen single-token decode steps (tg).
 struct BenchTest {
     int n_prompt = 0;
     int n_gen = 0;
-    std::string name() const { return n_prompt > 0 ? "pp" + std::to_string(n_prompt) : "tg" + std::to_string(n_gen); }
+    int depth = 0;  // tokens already in the context before the timed part (llama-bench's -d)
+    std::string name() const {
+        return (n_prompt > 0 ? "pp" + std::to_string(n_prompt) : "tg" + std::to_string(n_gen)) +
+               (depth > 0 ? " @ d" + std::to_string(depth) : "");
+    }
     int n_tokens() const { return n_prompt > 0 ? n_prompt : n_gen; }
 };
 
@@ -247,16 +257,18 @@ struct RepTiming {
     double ttft_ms = 0;
 };
 
-RepTiming run_prompt(Session& session, std::span<const int32_t> prompt) {
+RepTiming run_prompt(Session& session, std::span<const int32_t> prompt, std::span<const int32_t> context) {
     session.reset();
+    if (!context.empty()) session.eval(context);
     const auto start = Clock::now();
     session.eval(prompt);
     const double seconds = seconds_since(start);
     return {seconds, seconds * 1e3};
 }
 
-RepTiming run_decode(Session& session, std::span<const int32_t> tokens) {
+RepTiming run_decode(Session& session, std::span<const int32_t> tokens, std::span<const int32_t> context) {
     session.reset();
+    if (!context.empty()) session.eval(context);  // untimed: the cache is filled to the row's depth
     RepTiming timing;
     const auto start = Clock::now();
     for (size_t i = 0; i < tokens.size(); ++i) {
@@ -431,6 +443,7 @@ ordered_json row_json(const ModelSummary& model, const RowResult& row, bool with
     j["kernels"] = std::string(simd::kernel_path_name(simd::default_kernel_path()));
     j["n_prompt"] = row.test.n_prompt;
     j["n_gen"] = row.test.n_gen;
+    j["n_depth"] = row.test.depth;
     j["avg_ns"] = uint64_t(std::llround(mean(ns)));
     j["stddev_ns"] = uint64_t(std::llround(sample_stddev(ns)));
     j["avg_ts"] = avg_ts;
@@ -554,19 +567,86 @@ void print_markdown(const ModelSummary& model, const std::vector<RowResult>& row
                 peak_rss_reset ? "" : " (includes the 512 MiB bandwidth probe)");
 }
 
+// ---- the sweep's picture ----
+
+// Measured tokens/s per test against threads or depth, with what the plan predicts and the ceiling
+// the profile's bandwidth (tg) or multiply-add peak (pp) allows: both lines come from the same
+// profile, so the prediction never sits above its own ceiling.
+void write_plot(const BenchFlags& f, const ModelSummary& model, const ModelShape& shape, const std::vector<RowResult>& rows,
+                const MachineProfile& profile) {
+    const bool by_threads = f.sweep == "threads";
+    Plot plot;
+    plot.title = model.type + (by_threads ? ": speed by thread count" : ": decode speed as the context fills");
+    plot.subtitle = profile.cpu + ", " + std::string(simd::kernel_path_name(simd::default_kernel_path())) + " kernels, " +
+                    size_label(model.size) + "; mean of " + std::to_string(f.repetitions) + " runs per point";
+    plot.x_label = by_threads ? "threads" : "tokens already in the context";
+    plot.y_label = "tokens per second";
+    plot.integer_x = by_threads;
+    const KvType kv = parse_kv_type(f.kv_type);
+    struct Palette {
+        const char* measured;
+        const char* light;
+    };
+    const Palette palettes[] = {{"#1f5fa8", "#8fb4dd"}, {"#c0392b", "#eba39b"}, {"#2e8b57", "#9fd5b5"}, {"#7b3fa0", "#c6a6dc"}};
+    // One group of lines per test kind: by threads each pp/tg test; by context the one tg test.
+    std::vector<std::string> kinds;
+    for (const RowResult& r : rows) {
+        const std::string kind = by_threads ? r.test.name() : "tg" + std::to_string(r.test.n_gen);
+        if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(kind);
+    }
+    for (size_t k = 0; k < kinds.size(); ++k) {
+        const Palette& color = palettes[k % std::size(palettes)];
+        PlotSeries measured{kinds[k] + " measured", color.measured, false, true, {}};
+        PlotSeries predicted{kinds[k] + " predicted", color.measured, true, false, {}};
+        PlotSeries ceiling{"", color.light, true, false, {}};
+        for (const RowResult& r : rows) {
+            const std::string kind = by_threads ? r.test.name() : "tg" + std::to_string(r.test.n_gen);
+            if (kind != kinds[k]) continue;
+            const double x = by_threads ? r.n_threads : r.test.depth;
+            measured.points.push_back({x, mean(tokens_per_second(r))});
+            if (r.test.n_gen > 0) {
+                const int position = r.test.depth + r.test.n_gen / 2;
+                predicted.points.push_back({x, predict_decode(shape, profile, r.n_threads, position, kv).tokens_per_second});
+                ceiling.label = kinds[k] + " ceiling: bandwidth";
+                ceiling.points.push_back({x, profile.read_bandwidth(r.n_threads) * 1e9 / double(r.bytes_per_token)});
+            } else {
+                predicted.points.push_back({x, predict_prefill(shape, profile, r.n_threads, r.test.n_prompt, f.ubatch).tokens_per_second});
+                ceiling.label = kinds[k] + " ceiling: FMA peak";
+                ceiling.points.push_back({x, profile.peak(r.n_threads) * 1e9 / (r.flops / r.test.n_prompt)});
+            }
+        }
+        plot.series.push_back(ceiling);
+        plot.series.push_back(predicted);
+        plot.series.push_back(measured);
+    }
+    std::unique_ptr<FILE, int (*)(FILE*)> out(std::fopen(f.plot_path.c_str(), "w"), &std::fclose);
+    const std::string svg = render_svg(plot);
+    if (!out || std::fwrite(svg.data(), 1, svg.size(), out.get()) != svg.size())
+        throw Error("cannot write the plot to " + f.plot_path + ": " + std::strerror(errno));
+}
+
 // ---- the command ----
 
 int bench(const BenchFlags& f) {
     const std::vector<int> prompts = parse_int_list(f.prompt_list, "-p,--n-prompt", 0, kMaxTokens, "a prompt length");
     const std::vector<int> gens = parse_int_list(f.gen_list, "-n,--n-gen", 0, kMaxTokens, "a token count");
-    const std::vector<int> threads =
-        f.thread_list.empty() ? std::vector<int>{default_thread_count()} : parse_int_list(f.thread_list, "-t,--threads", 1, 1024, "a thread count");
+    std::vector<int> threads = f.thread_list.empty() ? std::vector<int>{} : parse_int_list(f.thread_list, "-t,--threads", 1, 1024, "a thread count");
+    if (f.sweep == "threads" && threads.empty())
+        for (int t = 1; t <= default_thread_count(); ++t) threads.push_back(t);
     std::vector<BenchTest> tests;
-    for (const int p : prompts)
-        if (p > 0) tests.push_back({p, 0});
-    for (const int n : gens)
-        if (n > 0) tests.push_back({0, n});
+    if (f.sweep == "ctx") {
+        // Decode speed as the context fills: the first -n value at each depth.
+        const int n_gen = gens.empty() || gens[0] == 0 ? 128 : gens[0];
+        for (const int d : parse_int_list(f.depth_list, "--depths", 0, kMaxTokens, "a context depth")) tests.push_back({0, n_gen, d});
+    } else {
+        for (const int p : prompts)
+            if (p > 0) tests.push_back({p, 0});
+        for (const int n : gens)
+            if (n > 0) tests.push_back({0, n});
+    }
     if (tests.empty()) throw CLI::ValidationError("-p/-n", "nothing to run: every -p and -n value is 0");
+    if (!f.plot_path.empty() && f.sweep.empty())
+        throw CLI::ValidationError("--plot", "draws a sweep: add --sweep threads or --sweep ctx");
     const KvType kv_type = parse_kv_type(f.kv_type);
     // Found before the model loads, so a missing peer fails at once.
     const bool with_llama = f.vs_llamacpp || !f.llama_bench_path.empty();
@@ -577,6 +657,13 @@ int bench(const BenchFlags& f) {
     const auto load_start = Clock::now();
     const auto model = load_model(f.model.path, f.model.load_options());
     const ModelSummary summary = describe(*model, f.model.path, seconds_since(load_start) * 1e3);
+    // Without -t, each row runs at the thread count the plan chose for its phase (machine_threads.h).
+    std::optional<ThreadChoice> auto_threads;
+    if (threads.empty()) {
+        auto_threads = choose_threads(*model, 0);
+        threads = {auto_threads->decode};
+        if (auto_threads->prefill != auto_threads->decode) threads.push_back(auto_threads->prefill);
+    }
     const ModelShape shape = shape_of(*model);
     const int n_vocab = model->hp.n_vocab;
     const auto bos_id = model->file.get_uint("tokenizer.ggml.bos_token_id");
@@ -587,43 +674,48 @@ int bench(const BenchFlags& f) {
     bool llama_started = false;
     const bool any_prompt = std::any_of(tests.begin(), tests.end(), [](const BenchTest& b) { return b.n_prompt > 0; });
     for (const int t : threads) {
+        const auto runs_at = [&](const BenchTest& b) {
+            return !auto_threads || t == (b.n_prompt > 0 ? auto_threads->prefill : auto_threads->decode);
+        };
         status.show("bench: measuring memory bandwidth with " + std::to_string(t) + (t == 1 ? " thread" : " threads"), true);
         const double bandwidth = measure_read_bandwidth(t);
         if (any_prompt) status.show("bench: measuring multiply-add peak with " + std::to_string(t) + (t == 1 ? " thread" : " threads"), true);
         const double peak_gflops = any_prompt ? simd::measure_peak_gflops(t) : 0;
         peak_rss_reset = reset_peak_rss() && peak_rss_reset;
         for (const BenchTest& test : tests) {
+            if (!runs_at(test)) continue;
             RowResult row;
             row.test = test;
             row.n_threads = t;
             row.bandwidth_gbps = bandwidth;
-            if (test.n_gen > 0) row.bytes_per_token = decode_bytes_per_token(shape, test.n_gen / 2, kv_type).total();
+            if (test.n_gen > 0) row.bytes_per_token = decode_bytes_per_token(shape, test.depth + test.n_gen / 2, kv_type).total();
             if (test.n_prompt > 0) row.flops = prompt_flops(shape, test.n_prompt);
             row.peak_gflops = test.n_prompt > 0 ? peak_gflops : 0;
             row.gemm = f.gemm;
             const std::string label = "bench " + test.name() + " t=" + std::to_string(t);
 
             SessionOptions options;
-            options.n_ctx = std::max(test.n_prompt, test.n_gen) + 16;
+            options.n_ctx = test.depth + std::max(test.n_prompt, test.n_gen) + 16;
             options.n_threads = t;
             options.n_batch = f.ubatch;
             options.kv_type = kv_type;
             options.gemm = parse_gemm_backend(f.gemm);
             Session session(*model, options);
-            const std::vector<int32_t> tokens = bench_tokens(size_t(test.n_tokens()), n_vocab, bos);
-            const std::span<const int32_t> all(tokens);
+            const std::vector<int32_t> tokens = bench_tokens(size_t(test.depth + test.n_tokens()), n_vocab, bos);
+            const std::span<const int32_t> context = std::span<const int32_t>(tokens).first(size_t(test.depth));
+            const std::span<const int32_t> all = std::span<const int32_t>(tokens).subspan(size_t(test.depth));
 
             // An untimed warm-up faults in the weights and scratch and wakes the thread pool.
             status.show(label + " warm-up", true);
-            if (test.n_prompt > 0) run_prompt(session, all.first(std::min<size_t>(all.size(), 32)));
-            else run_decode(session, all.first(std::min<size_t>(all.size(), 4)));
+            if (test.n_prompt > 0) run_prompt(session, all.first(std::min<size_t>(all.size(), 32)), {});
+            else run_decode(session, all.first(std::min<size_t>(all.size(), 4)), {});
 
             // With llama.cpp, rill and llama.cpp take turns rep by rep: the host is shared and its load
             // drifts, so each ratio compares two runs made moments apart, never distant ones.
             for (int rep = 0; rep < f.repetitions; ++rep) {
                 const std::string of = " rep " + std::to_string(rep + 1) + "/" + std::to_string(f.repetitions);
                 status.show(label + of, false);
-                const RepTiming timing = test.n_prompt > 0 ? run_prompt(session, all) : run_decode(session, all);
+                const RepTiming timing = test.n_prompt > 0 ? run_prompt(session, all, context) : run_decode(session, all, context);
                 row.seconds.push_back(timing.seconds);
                 row.ttft_ms.push_back(timing.ttft_ms);
                 if (llama) {
@@ -640,6 +732,8 @@ int bench(const BenchFlags& f) {
         }
     }
     status.clear();
+
+    if (!f.plot_path.empty()) write_plot(f, summary, shape, rows, obtain_machine_profile(false));
 
     std::vector<ordered_json> json;
     for (const RowResult& row : rows) json.push_back(row_json(summary, row, llama.has_value()));
@@ -664,6 +758,8 @@ Action add_bench(CLI::App& app) {
         "  rill bench -m model.gguf                         pp512 and tg128 on every core, 5 repetitions\n"
         "  rill bench -m model.gguf -p 0 -n 64,256 -t 1,2 -o json\n"
         "  rill bench -m model.gguf -r 3 --vs-llamacpp      llama.cpp's llama-bench in alternate runs\n"
+        "  rill bench -m model.gguf --sweep threads --plot threads.svg\n"
+        "  rill bench -m model.gguf -n 64 --sweep ctx --depths 0,1024,2048,4096 --plot ctx.svg\n"
         "Columns: t/s is tokens per second, mean ± sample stddev over the repetitions (pp: prompt tokens\n"
         "evaluated as one batch; tg: tokens decoded one at a time). ttft ms is the whole prompt (pp) or the\n"
         "first decode step (tg). GB/s is the bytes a decode step must read (weights plus KV cache at the\n"
@@ -673,7 +769,9 @@ Action add_bench(CLI::App& app) {
         ->capture_default_str();
     cmd->add_option("-n,--n-gen", f->gen_list, "decode lengths, comma-separated; each gives a tgN row (0: none)")
         ->capture_default_str();
-    cmd->add_option("-t,--threads", f->thread_list, "thread counts, comma-separated (default: every core)");
+    cmd->add_option("-t,--threads", f->thread_list,
+                    "thread counts, comma-separated (default: the plan's counts from the cached machine profile, decode "
+                    "for tg rows and prompt for pp rows; without a profile, every core)");
     cmd->add_option("-r,--repetitions", f->repetitions, "timed repetitions of each row")
         ->capture_default_str()->check(CLI::Range(1, 1000));
     cmd->add_option("-o,--output", f->output, "output format: md, json or csv")
@@ -685,6 +783,13 @@ Action add_bench(CLI::App& app) {
                     "default: peers/llamacpp in $RILL_SHARED or ../shared)")
         ->check(CLI::ExistingFile);
     cmd->add_option("--kv-type", f->kv_type, "KV cache type: f16 or f32")->capture_default_str()->check(CLI::IsMember({"f16", "f32"}));
+    cmd->add_option("--sweep", f->sweep,
+                    "threads: every row at 1, 2, … up to every core (or the -t list); ctx: the first -n row at each "
+                    "--depths context depth")
+        ->check(CLI::IsMember({"threads", "ctx"}));
+    cmd->add_option("--depths", f->depth_list, "context depths for --sweep ctx, comma-separated")->capture_default_str();
+    cmd->add_option("--plot", f->plot_path,
+                    "write the sweep as an SVG chart: measured t/s, the plan's prediction, and the bandwidth or FMA-peak ceiling");
     SessionFlags::add_prompt_flags(*cmd, f->gemm, f->ubatch);
     return [f] { return bench(*f); };
 }

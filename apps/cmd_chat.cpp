@@ -81,7 +81,7 @@ bool read_message(std::string& message) {
 int chat(const ChatFlags& f) {
     const auto model = load_model(f.model.path, f.model.load_options());
     const Vocab vocab = load_vocab(model->file);
-    Session session(*model, f.session.options());
+    Session session(*model, f.session.options_for(*model));
 
     ChatConfig config;
     config.template_source = f.template_file.empty() ? model->file.get_string("tokenizer.chat_template").value_or("")
@@ -91,8 +91,9 @@ int chat(const ChatFlags& f) {
     config.max_reply_tokens = f.max_tokens;
     Chat conversation(session, vocab, config);
 
-    std::fprintf(stderr, "rill chat: %s, %d layers, context %d tokens, %d threads. /help for commands, Ctrl-D to quit.\n",
-                 model->hp.arch.c_str(), model->hp.n_layer, session.n_ctx(), session.n_threads());
+    std::fprintf(stderr, "rill chat: %s, %d layers, context %d tokens, %s. /help for commands, Ctrl-D to quit.\n",
+                 model->hp.arch.c_str(), model->hp.n_layer, session.n_ctx(),
+                 thread_summary(session.n_threads(), session.n_threads_batch()).c_str());
     if (!conversation.has_template())
         std::fprintf(stderr, "This model has no chat template: using a plain \"User: / Assistant:\" transcript.\n");
     const std::atomic<bool>& interrupted = interrupt_flag();

@@ -254,11 +254,11 @@ int plan_fit(const PlanFlags& f, const MachineProfile& profile) {
     std::printf("model        %s, %d-token context (%s KV cache), %d-token prompt\n", what.c_str(), ctx, f.kv_type.c_str(),
                 std::min(f.prompt, ctx));
     print_machine(profile);
-    std::printf("\n| type   |  weights |   needs | decode t/s | first token | ppl +Δ (Llama-3-8B) | weight RMSE | fits |\n");
-    std::printf("| ------ | -------: | ------: | ---------: | ----------: | ------------------: | ----------: | ---- |\n");
+    std::printf("\n| type   |  weights |    needs | decode t/s | first token | ppl +Δ (Llama-3-8B) | weight RMSE | fits |\n");
+    std::printf("| ------ | -------: | -------: | ---------: | ----------: | ------------------: | ----------: | ---- |\n");
     for (const FitRow& r : rows) {
         const Prediction& p = r.prediction;
-        std::printf("| %-6s | %8s | %7s | %10.1f | %9.2f s | %19s | %11s | %-4s |\n", r.quality->recipe,
+        std::printf("| %-6s | %8s | %8s | %10.1f | %9.2f s | %19s | %11s | %-4s |\n", r.quality->recipe,
                     gb(p.memory.weights).c_str(), gb(p.memory.total()).c_str(), p.decode.tokens_per_second,
                     p.prefill.seconds, quality_label(r.quality->ppl_increase).c_str(), rmse_label(r.quality->weight_rel_rmse).c_str(),
                     !r.fits ? "no" : !r.fast_enough ? "slow" : "yes");

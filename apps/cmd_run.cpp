@@ -33,7 +33,7 @@ int run(const RunFlags& f) {
     const auto load_start = std::chrono::steady_clock::now();
     const auto model = load_model(f.model.path, f.model.load_options());
     const Vocab vocab = load_vocab(model->file);
-    Session session(*model, f.session.options());
+    Session session(*model, f.session.options_for(*model));
     const double load_ms = ms_since(load_start);
 
     const std::string text = f.prompt_file.empty() ? f.prompt : read_text_file(f.prompt_file);
@@ -56,9 +56,10 @@ int run(const RunFlags& f) {
     const int decoded = std::max(0, stats.n_generated - 1);  // the first token comes from the prefill
     std::fprintf(stderr,
                  "\nrill: load %.1f ms | prompt %d tokens | time to first token %.1f ms | prefill %.1f t/s | "
-                 "decode %d tokens, %.1f t/s | %d threads | seed %llu%s\n",
+                 "decode %d tokens, %.1f t/s | %s | seed %llu%s\n",
                  load_ms, stats.n_prompt, stats.prefill_ms, stats.n_prompt * 1000.0 / std::max(stats.prefill_ms, 1e-9),
-                 stats.n_generated, decoded * 1000.0 / std::max(stats.decode_ms, 1e-9), session.n_threads(),
+                 stats.n_generated, decoded * 1000.0 / std::max(stats.decode_ms, 1e-9),
+                 thread_summary(session.n_threads(), session.n_threads_batch()).c_str(),
                  (unsigned long long)sampling.seed, stats.hit_context ? " | stopped: context full" : "");
     return 0;
 }

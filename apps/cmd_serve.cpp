@@ -289,7 +289,8 @@ int serve_main(const ServeFlags& f) {
         id = f.model.path.substr(f.model.path.find_last_of('/') + 1);
         if (id.size() > 5 && id.ends_with(".gguf")) id.resize(id.size() - 5);
     }
-    Server server(f, *model, vocab, f.session.options(), id);
+    const SessionOptions session_options = f.session.options_for(*model);
+    Server server(f, *model, vocab, session_options, id);
     httplib::Server http;
     // Every waiting request holds a connection thread, and streams hold theirs until they end.
     const int connection_threads = std::max(16, 4 * f.parallel);
@@ -303,8 +304,9 @@ int serve_main(const ServeFlags& f) {
     } else if (!http.bind_to_port(f.host, port)) {
         throw Error("cannot listen on " + f.host + ":" + std::to_string(port) + " (in use, or not an address of this machine)");
     }
-    std::fprintf(stderr, "rill serve: %s on http://%s:%d (model '%s', %d slot%s of %d tokens, %d threads)\n", model->hp.arch.c_str(), f.host.c_str(),
-                 port, id.c_str(), f.parallel, f.parallel == 1 ? "" : "s", server.n_ctx(), f.session.threads > 0 ? f.session.threads : default_thread_count());
+    std::fprintf(stderr, "rill serve: %s on http://%s:%d (model '%s', %d slot%s of %d tokens, %s)\n", model->hp.arch.c_str(), f.host.c_str(),
+                 port, id.c_str(), f.parallel, f.parallel == 1 ? "" : "s", server.n_ctx(),
+                 thread_summary(session_options.n_threads, session_options.n_threads_batch).c_str());
     std::fflush(stderr);
 
     // HTTP on its own threads; the model's work stays on this one, which loaded it (see Scheduler).

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "machine_threads.h"
 #include "runtime/session.h"
 
 namespace rill::cli {
@@ -17,7 +18,10 @@ struct SessionFlags {
 
     void add_to(CLI::App& cmd, const std::string& ctx_help = "context length in tokens (default: the model's, at most 4096)",
                 const std::string& kv_help = "KV cache type: f16 or f32") {
-        cmd.add_option("-t,--threads", threads, "threads (default: every core)")->check(CLI::Range(1, 1024));
+        cmd.add_option("-t,--threads", threads,
+                       "threads for prompt and decode (default: the counts `rill plan` predicts best, from the cached "
+                       "machine profile; without one, every core)")
+            ->check(CLI::Range(1, 1024));
         cmd.add_option("-c,--ctx-size,--ctx", ctx, ctx_help)->check(CLI::Range(1, 1 << 24));
         cmd.add_option("--kv-type", kv_type, kv_help)->capture_default_str()->check(CLI::IsMember({"f16", "f32"}));
         add_prompt_flags(cmd, gemm, ubatch);
@@ -34,6 +38,15 @@ struct SessionFlags {
             ->capture_default_str()->check(CLI::Range(1, 1 << 16));
     }
 
+    // With the thread counts chosen for this model (machine_threads.h) unless -t was given.
+    SessionOptions options_for(const Model& model) const {
+        SessionOptions o = options();
+        const ThreadChoice chosen = choose_threads(model, threads);
+        o.n_threads = chosen.decode;
+        o.n_threads_batch = chosen.prefill;
+        return o;
+    }
+
     SessionOptions options() const {
         SessionOptions o;
         o.n_ctx = ctx;
@@ -44,5 +57,11 @@ struct SessionFlags {
         return o;
     }
 };
+
+// "2 threads", or "2 decode / 4 prompt threads" when the counts differ.
+inline std::string thread_summary(int decode, int prompt) {
+    if (decode == prompt) return std::to_string(decode) + (decode == 1 ? " thread" : " threads");
+    return std::to_string(decode) + " decode / " + std::to_string(prompt) + " prompt threads";
+}
 
 }  // namespace rill::cli
