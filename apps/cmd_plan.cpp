@@ -134,6 +134,7 @@ ordered_json prediction_json(const Prediction& p, const ModelShape& shape, int c
              {{"threads", p.decode.n_threads},
               {"tokens_per_second", p.decode.tokens_per_second},
               {"tokens_per_second_at_full_context", p.decode_full.tokens_per_second},
+              {"attention_share_at_full_context", p.decode_full.attention_seconds / p.decode_full.seconds},
               {"bytes_per_token", p.decode.bytes},
               {"bandwidth_gbps", p.decode.bandwidth_gbps},
               {"ceiling_tokens_per_second", p.decode.ceiling_tps},
@@ -182,6 +183,9 @@ int plan_one(const PlanFlags& f, const MachineProfile& profile) {
     std::printf("\ndecode       %.1f tokens/s with %s (%.1f t/s at the full context)\n", p.decode.tokens_per_second,
                 threads_label(p.decode.n_threads).c_str(), p.decode_full.tokens_per_second);
     std::printf("             bound by %s\n", decode_reason(p.decode).c_str());
+    if (p.decode_full.attention_seconds > 0.1 * p.decode_full.seconds)
+        std::printf("             at the full context, attention over %d positions takes %.0f%% of each step\n", ctx,
+                    100 * p.decode_full.attention_seconds / p.decode_full.seconds);
     std::printf("first token  %.2f s for a %d-token prompt (%.0f t/s) with %s\n", p.prefill.seconds, p.prefill.n_tokens,
                 p.prefill.tokens_per_second, threads_label(p.prefill.n_threads).c_str());
     std::printf("             bound by %s\n", prefill_reason(p.prefill).c_str());
@@ -283,7 +287,7 @@ int plan(const PlanFlags& f) {
     if (f.fit_gb <= 0 && !f.preset.empty() && f.type.empty())
         throw CLI::ValidationError("--type", "a preset needs --type TYPE (or --fit RAM_GB to compare every type)");
     if (f.target_tps > 0 && f.fit_gb <= 0) throw CLI::ValidationError("--target-tps", "only applies with --fit RAM_GB");
-    const MachineProfile profile = obtain_machine_profile(f.remeasure, f.json);
+    const MachineProfile profile = obtain_machine_profile(f.remeasure);  // the note goes to stderr, so --json stays clean
     return f.fit_gb > 0 ? plan_fit(f, profile) : plan_one(f, profile);
 }
 

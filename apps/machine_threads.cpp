@@ -11,19 +11,18 @@
 
 namespace rill::cli {
 
-MachineProfile obtain_machine_profile(bool remeasure, bool quiet) {
+MachineProfile obtain_machine_profile(bool remeasure) {
     const std::string path = machine_profile_path();
     std::string why;
     if (!remeasure)
         if (auto cached = load_machine_profile(path, &why)) return *cached;
     const bool tty = ::isatty(STDERR_FILENO);
-    if (!quiet)
-        std::fprintf(stderr, "measuring this machine (under 10 s, once; cached in %s)%s%s\n", path.c_str(),
-                     why.empty() || remeasure ? "" : ": ", remeasure ? "" : why.c_str());
+    std::fprintf(stderr, "measuring this machine (under 10 s, once; cached in %s)%s%s\n", path.c_str(),
+                 why.empty() || remeasure ? "" : ": ", remeasure ? "" : why.c_str());
     MachineProfile profile = measure_machine([&](const std::string& step) {
-        if (!quiet && tty) std::fprintf(stderr, "\r  %s\033[K", step.c_str());
+        if (tty) std::fprintf(stderr, "\r  %s\033[K", step.c_str());
     });
-    if (!quiet && tty) std::fprintf(stderr, "\r\033[K");
+    if (tty) std::fprintf(stderr, "\r\033[K");
     try {
         save_machine_profile(profile, path);
     } catch (const Error& e) {

@@ -10,7 +10,7 @@
 namespace rill::cli {
 
 // The cached profile, or one measured now (progress on stderr) and cached; with remeasure, always new.
-MachineProfile obtain_machine_profile(bool remeasure, bool quiet = false);
+MachineProfile obtain_machine_profile(bool remeasure);
 
 struct ThreadChoice {
     int decode = 1;

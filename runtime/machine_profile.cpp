@@ -15,6 +15,8 @@
 #include <set>
 #include <sstream>
 
+#include "attention_batch.h"
+#include "attention_decode.h"
 #include "bandwidth.h"
 #include "error.h"
 #include "matmul.h"
@@ -219,6 +221,52 @@ double MachineProfile::gemm_gflops(TensorType type, int n, int cols) const {
     return 0;
 }
 
+namespace {
+
+constexpr int kAttentionHeadDims[2] = {64, 128};
+
+double by_head_dim(const std::vector<int>& counts, const std::vector<double> (&rates)[2], int head_dim, int n_threads) {
+    if (rates[0].size() != counts.size() || rates[1].size() != counts.size()) return 0;
+    const double a = interpolate(counts, rates[0], n_threads), b = interpolate(counts, rates[1], n_threads);
+    const double f = double(head_dim - kAttentionHeadDims[0]) / double(kAttentionHeadDims[1] - kAttentionHeadDims[0]);
+    return std::max(0.0, a + f * (b - a));
+}
+
+// A decode step of one token at position n_ctx - 1 over 32 query heads sharing 8 key/value heads.
+double time_decode_attention(int head_dim, int n_threads, int n_ctx, bool warm_up) {
+    Hparams hp;
+    hp.n_layer = 1, hp.n_head = 32, hp.n_head_kv = 8, hp.head_dim = head_dim;
+    KvCache cache(KvType::F16, 1, n_ctx, hp.kv_dim());
+    std::vector<float> q(size_t(hp.q_dim()), 0.01f), out(size_t(hp.q_dim()));
+    DecodeAttentionScratch scratch(n_threads, n_ctx, head_dim);
+    const KvPlace place[] = {{&cache, n_ctx - 1}};
+    return best_seconds(3, warm_up, [&] {
+        decode_attention(hp, 0, place, q.data(), out.data(), simd::default_kernel_path(), n_threads, scratch);
+    });
+}
+
+// A prompt of n_tokens over 8 query heads sharing 2 key/value heads, as batch_attention runs it.
+double time_prompt_attention(int head_dim, int n_threads, int n_tokens, bool warm_up) {
+    Hparams hp;
+    hp.n_layer = 1, hp.n_head = 8, hp.n_head_kv = 2, hp.head_dim = head_dim;
+    KvCache cache(KvType::F16, 1, n_tokens, hp.kv_dim());
+    std::vector<float> q(size_t(n_tokens) * size_t(hp.q_dim()), 0.01f), out(q.size());
+    AttentionScratch scratch;
+    return best_seconds(1, warm_up, [&] {
+        batch_attention(hp, cache, 0, 0, n_tokens, q.data(), out.data(), GemmBackend::Openblas, nullptr, n_threads, scratch);
+    });
+}
+
+}  // namespace
+
+double MachineProfile::decode_attention_seconds_per_head_position(int head_dim, int n_threads) const {
+    return by_head_dim(thread_counts, decode_attention_ns, head_dim, n_threads) * 1e-9;
+}
+
+double MachineProfile::prompt_attention_gflops_at(int head_dim, int n_threads) const {
+    return by_head_dim(thread_counts, prompt_attention_gflops, head_dim, n_threads);
+}
+
 uint64_t MachineProfile::last_level_cache_bytes() const {
     uint64_t bytes = 0;
     int level = 0;
@@ -249,6 +297,10 @@ MachineProfile measure_machine(const std::function<void(const std::string&)>& st
     const std::span<const TensorTypeTraits> types = all_tensor_types();
     p.read_gbps.assign(n_counts, 0);
     p.peak_gflops.assign(n_counts, 0);
+    for (int d = 0; d < 2; ++d) {
+        p.decode_attention_ns[d].assign(n_counts, 1e300);
+        p.prompt_attention_gflops[d].assign(n_counts, 0);
+    }
     for (const TensorTypeTraits& t : types)
         p.types.push_back({t.type, std::vector<double>(n_counts, 0), std::vector<double>(n_counts, 0),
                            std::vector<double>(n_counts, 0)});
@@ -285,6 +337,15 @@ MachineProfile measure_machine(const std::function<void(const std::string&)>& st
             }
             say("multiply-add peak" + with);
             p.peak_gflops[c] = std::max(p.peak_gflops[c], simd::measure_peak_gflops(t));
+            say("attention" + with);
+            for (int d = 0; d < 2; ++d) {
+                constexpr int kDecodeContext = 2048, kPromptTokens = 512;
+                const double decode = time_decode_attention(kAttentionHeadDims[d], t, kDecodeContext, round == 0);
+                p.decode_attention_ns[d][c] = std::min(p.decode_attention_ns[d][c], decode / (32.0 * kDecodeContext) * 1e9);
+                const double prompt = time_prompt_attention(kAttentionHeadDims[d], t, kPromptTokens, round == 0);
+                const double flops = 4.0 * kAttentionHeadDims[d] * 8 * (double(kPromptTokens) * (kPromptTokens + 1) / 2);
+                p.prompt_attention_gflops[d][c] = std::max(p.prompt_attention_gflops[d][c], flops / prompt / 1e9);
+            }
             MatmulScratch scratch(simd::default_kernel_path(), t, size_t(kCols), GemmBackend::Auto);
             for (size_t k = 0; k < types.size(); ++k) {
                 say("kernels for " + std::string(types[k].name) + with);
@@ -327,6 +388,9 @@ json to_json(const MachineProfile& p) {
             {"read_gbps", p.read_gbps},
             {"peak_gflops", p.peak_gflops},
             {"gemm_batch", kProfileBatch},
+            {"attention_head_dims", {kAttentionHeadDims[0], kAttentionHeadDims[1]}},
+            {"decode_attention_ns", {p.decode_attention_ns[0], p.decode_attention_ns[1]}},
+            {"prompt_attention_gflops", {p.prompt_attention_gflops[0], p.prompt_attention_gflops[1]}},
             {"types", types}};
 }
 
@@ -352,6 +416,18 @@ MachineProfile profile_from_json(const json& j) {
         if (p.thread_counts[i] < 1 || (i > 0 && p.thread_counts[i] <= p.thread_counts[i - 1]) || !(p.read_gbps[i] > 0) ||
             !(p.peak_gflops[i] > 0))
             throw Error("machine profile: thread counts must ascend and every rate must be positive");
+    const auto pair = [&](const char* key, std::vector<double> (&out)[2]) {
+        const auto both = field<std::vector<std::vector<double>>>(j, key);
+        if (both.size() != 2 || both[0].size() != n || both[1].size() != n)
+            throw Error(std::string("machine profile: field '") + key + "' does not match thread_counts");
+        for (int d = 0; d < 2; ++d) {
+            for (const double x : both[size_t(d)])
+                if (!(x > 0) || !std::isfinite(x)) throw Error(std::string("machine profile: a value of '") + key + "' is not positive");
+            out[d] = both[size_t(d)];
+        }
+    };
+    pair("decode_attention_ns", p.decode_attention_ns);
+    pair("prompt_attention_gflops", p.prompt_attention_gflops);
     const json types = field<json>(j, "types");
     if (!types.is_object()) throw Error("machine profile: field 'types' has the wrong type");
     for (const TensorTypeTraits& t : all_tensor_types()) {

@@ -15,7 +15,7 @@
 namespace rill {
 
 // Bumped whenever what is measured or how changes, so an old cache is measured again.
-inline constexpr int kMachineProfileVersion = 2;
+inline constexpr int kMachineProfileVersion = 3;
 // Prompt tokens per GEMM in the measurement: the default micro-batch, so dequantizing a weight panel
 // is shared by as many tokens as in a real prompt.
 inline constexpr int kProfileBatch = 512;
@@ -47,6 +47,10 @@ struct MachineProfile {
     std::vector<double> read_gbps;
     std::vector<double> peak_gflops;  // f32 fused multiply-add, every thread busy
     std::vector<TypeRates> types;
+    // Attention, per thread count, at head sizes 64 and 128 ([0] and [1]): a decode step's cost per
+    // query head and cached position (F16 cache, in cache), and a 512-token prompt's GFLOP/s.
+    std::vector<double> decode_attention_ns[2];
+    std::vector<double> prompt_attention_gflops[2];
 
     // Between measured thread counts, linear; past the last, the last value.
     double read_bandwidth(int n_threads) const;
@@ -56,6 +60,9 @@ struct MachineProfile {
     // For a weight whose rows hold `cols` values (the measurement's row lengths are 2048 and 8192).
     double gemm_gflops(TensorType type, int n_threads, int cols = 2048) const;
     uint64_t last_level_cache_bytes() const;
+    // Between and beyond the two measured head sizes, linear in the head size; 0 when not measured.
+    double decode_attention_seconds_per_head_position(int head_dim, int n_threads) const;
+    double prompt_attention_gflops_at(int head_dim, int n_threads) const;
 };
 
 // What the machine is, without measuring: CPU name, cores, caches, kernel path.

@@ -45,7 +45,14 @@ DecodeEstimate predict_decode(const ModelShape& shape, const MachineProfile& pro
         seconds += double(t.bytes) / gemv_rate(profile, t.type, n_threads);
         matrix_bytes += t.bytes;
     }
-    seconds += double(e.bytes - matrix_bytes) / bandwidth;
+    // Attention reads every cached key and value once, but per position it also costs a dot product,
+    // a softmax term and a weighted add per query head: whichever is slower sets its time.
+    const Hparams& hp = shape.hp;
+    const double kv_read = double(budget.kv_bytes) / bandwidth;
+    const double kv_compute = double(hp.n_layer) * hp.n_head * double(position + 1) *
+                              profile.decode_attention_seconds_per_head_position(hp.head_dim, n_threads);
+    e.attention_seconds = std::max(kv_read, kv_compute);
+    seconds += double(budget.weight_bytes - matrix_bytes) / bandwidth + e.attention_seconds;
     e.seconds = seconds;
     e.tokens_per_second = 1.0 / seconds;
     e.ceiling_tps = bandwidth / double(e.bytes);
@@ -72,10 +79,13 @@ PrefillEstimate predict_prefill(const ModelShape& shape, const MachineProfile& p
                 seconds += 2.0 * double(t.row_length) * double(t.rows) * m / gemm_rate(profile, t.type, n_threads, int(t.row_length));
             }
         }
-        // Attention's two products per head over the positions seen so far, at the float GEMM's rate.
+        // Attention's two products per head over the positions seen so far, at the measured rate of
+        // batch attention (GEMMs, softmax and the cache's conversion to float together).
         const Hparams& hp = shape.hp;
         const double attended = double(m) * (double(first) + double(m + 1) / 2);
-        seconds += 4.0 * hp.head_dim * hp.n_head * hp.n_layer * attended / gemm_rate(profile, TensorType::F32, n_threads, hp.head_dim);
+        const double measured = profile.prompt_attention_gflops_at(hp.head_dim, n_threads) * 1e9;
+        const double rate = measured > 0 ? measured : gemm_rate(profile, TensorType::F32, n_threads, hp.head_dim);
+        seconds += 4.0 * hp.head_dim * hp.n_head * hp.n_layer * attended / rate;
     }
     // Logits for the last token only: one pass over the output matrix.
     for (const TensorShape& t : shape.tensors)

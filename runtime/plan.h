@@ -18,6 +18,7 @@ struct DecodeEstimate {
     uint64_t bytes = 0;           // read per token (budget.h)
     double bandwidth_gbps = 0;    // measured read bandwidth at n_threads
     double ceiling_tps = 0;       // bytes ÷ bandwidth: what perfect streaming would give
+    double attention_seconds = 0;  // the part spent on attention over the cached positions
     bool bandwidth_bound = true;  // the kernels reach most of the bandwidth; else their arithmetic limits
 };
 

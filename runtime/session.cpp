@@ -52,8 +52,7 @@ Session::Session(const Model& model, const SessionOptions& options)
     const int widest = std::max({hp.n_embd, hp.n_ff, hp.q_dim()});
     scratch_ = MatmulScratch(choose_kernel_path(options.kernels), most_threads, size_t(widest),
                              options.gemm);
-    scores_.resize(size_t(most_threads) * n_ctx_);
-    head_buf_.resize(size_t(most_threads) * hp.head_dim);
+    decode_attention_ = DecodeAttentionScratch(most_threads, n_ctx_, hp.head_dim);
 }
 
 size_t batch_activation_bytes(const Hparams& hp, int n_batch) {
@@ -109,7 +108,7 @@ void Session::forward_chunk(std::span<const int32_t> tokens, bool all_logits, fl
     has_logits_ = true;
 }
 
-void Session::forward_layers(std::span<const int32_t> tokens, std::span<const RowPlace> places, bool one_sequence) {
+void Session::forward_layers(std::span<const int32_t> tokens, std::span<const KvPlace> places, bool one_sequence) {
     const Hparams& hp = model_.hp;
     const int n = int(tokens.size());
     const int E = hp.n_embd, Q = hp.q_dim(), KV = hp.kv_dim(), F = hp.n_ff;
@@ -321,58 +320,15 @@ void Session::load_state(std::span<const uint8_t> state) {
     pos_ = pos;
 }
 
-// Causal grouped-query attention of the chunk's queries over every cached position up to their own.
-// A prompt-sized chunk goes to batch_attention's GEMMs. Otherwise the integer paths read keys and
-// values straight from the cache's F16 (or F32) rows, and the reference path widens them one by one.
-void Session::attention(int layer, int n_tokens, std::span<const RowPlace> places, bool one_sequence) {
-    const Hparams& hp = model_.hp;
+// Causal grouped-query attention of the chunk's queries over every cached position up to their own:
+// a prompt-sized chunk as GEMMs, anything else on the decode kernels.
+void Session::attention(int layer, int n_tokens, std::span<const KvPlace> places, bool one_sequence) {
     if (one_sequence && scratch_.gemm != GemmBackend::Native && n_tokens >= scratch_.gemm_min_tokens) {
         const GemmBackend backend = scratch_.gemm == GemmBackend::Onednn ? GemmBackend::Onednn : GemmBackend::Openblas;
-        return batch_attention(hp, kv_, layer, pos_, n_tokens, q_.data(), attn_.data(), backend, scratch_.onednn.get(), scratch_.n_threads,
-                               attention_scratch_);
+        return batch_attention(model_.hp, kv_, layer, pos_, n_tokens, q_.data(), attn_.data(), backend, scratch_.onednn.get(),
+                               scratch_.n_threads, attention_scratch_);
     }
-    const int D = hp.head_dim, group = hp.n_head / hp.n_head_kv;
-    const float scale = 1.0f / std::sqrt(float(D));
-    const int pairs = n_tokens * hp.n_head;
-    int longest = 0;
-    for (const RowPlace& p : places) longest = std::max(longest, p.pos + 1);
-    const bool parallel = size_t(pairs) * size_t(longest) * size_t(D) * 2 >= kMinParallelWork;
-    const bool reference = scratch_.path == simd::KernelPath::Reference;
-    const simd::GemvKernels* kernels = reference ? nullptr : &simd::gemv_kernels(scratch_.path);
-    const bool f16 = kv_.type == KvType::F16;  // every session of a batch shares the lead's KV type
-    const size_t elem = f16 ? 2 : 4, row_stride = size_t(kv_.kv_dim) * elem;
-#pragma omp parallel for num_threads(scratch_.n_threads) schedule(static) if (parallel)
-    for (int i = 0; i < pairs; ++i) {
-        const int t = i / hp.n_head, h = i % hp.n_head;
-        const int kv_offset = (h / group) * D;
-        const KvCache& kv = *places[size_t(t)].kv;
-        const int n_pos = places[size_t(t)].pos + 1;
-        const auto* keys = f16 ? reinterpret_cast<const uint8_t*>(kv.k16.data()) : reinterpret_cast<const uint8_t*>(kv.k32.data());
-        const auto* values = f16 ? reinterpret_cast<const uint8_t*>(kv.v16.data()) : reinterpret_cast<const uint8_t*>(kv.v32.data());
-        const size_t thread = size_t(omp_get_thread_num());
-        float* scores = &scores_[thread * n_ctx_];
-        const float* q = &q_[(size_t(t) * hp.n_head + h) * D];
-        float* out = &attn_[(size_t(t) * hp.n_head + h) * D];
-        if (reference) {
-            float* buf = &head_buf_[thread * D];
-            for (int p = 0; p < n_pos; ++p) {
-                kv.load_key(layer, p, kv_offset, D, buf);
-                scores[p] = simd::dot(q, buf, size_t(D)) * scale;
-            }
-            softmax(scores, n_pos);
-            std::fill(out, out + D, 0.0f);
-            for (int p = 0; p < n_pos; ++p) {
-                kv.load_value(layer, p, kv_offset, D, buf);
-                simd::axpy(scores[p], buf, out, size_t(D));
-            }
-            continue;
-        }
-        const size_t first = (kv.offset(layer, 0) + size_t(kv_offset)) * elem;
-        (f16 ? kernels->f16 : kernels->f32)(keys + first, row_stride, size_t(n_pos), size_t(D), reinterpret_cast<const uint8_t*>(q), scores);
-        for (int p = 0; p < n_pos; ++p) scores[p] *= scale;
-        softmax(scores, n_pos);
-        (f16 ? kernels->weighted_sum_f16 : kernels->weighted_sum_f32)(values + first, row_stride, size_t(n_pos), size_t(D), scores, out);
-    }
+    decode_attention(model_.hp, layer, places, q_.data(), attn_.data(), scratch_.path, scratch_.n_threads, decode_attention_);
 }
 
 }  // namespace rill

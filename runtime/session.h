@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "attention_batch.h"
+#include "attention_decode.h"
 #include "kv_cache.h"
 #include "model.h"
 #include "matmul.h"
@@ -71,17 +72,13 @@ public:
 
 private:
     // Where a row of a batch goes: the cache that keeps its keys and values, and its position there.
-    struct RowPlace {
-        KvCache* kv;
-        int pos;
-    };
     // Runs the layers over the rows; x_ holds their final hidden states afterwards. `one_sequence`:
     // the rows are consecutive positions of this session, which lets a long chunk use the GEMMs.
-    void forward_layers(std::span<const int32_t> tokens, std::span<const RowPlace> places, bool one_sequence);
+    void forward_layers(std::span<const int32_t> tokens, std::span<const KvPlace> places, bool one_sequence);
     // Output norm and the vocabulary projection of rows [first, n) into out.
     void project_logits(int first, int n, float* out);
     void forward_chunk(std::span<const int32_t> tokens, bool all_logits, float* logits_out);
-    void attention(int layer, int n_tokens, std::span<const RowPlace> places, bool one_sequence);
+    void attention(int layer, int n_tokens, std::span<const KvPlace> places, bool one_sequence);
     void ensure_batch(int n_tokens);
 
     const Model& model_;
@@ -93,11 +90,10 @@ private:
     // Activations for a chunk of tokens, [tokens][features].
     int capacity_ = 0;
     std::vector<float> x_, xn_, q_, k_, v_, attn_, gate_, up_, rope_;
-    std::vector<float> scores_;      // [threads][n_ctx]
-    std::vector<float> head_buf_;    // [threads][head_dim]
+    DecodeAttentionScratch decode_attention_;
     std::vector<float> logits_;
     std::vector<float> together_logits_;  // eval_together's rows, when this session leads the batch
-    std::vector<RowPlace> places_;
+    std::vector<KvPlace> places_;
     bool has_logits_ = false;
 };
 

@@ -9,6 +9,9 @@ stories=$shared/models/stories260K/stories260K.gguf
 expected=$shared/models/stories260K/expected
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# The machine profile goes here, not into the user's ~/.cache; the commands before `rill plan` below
+# run without one (every core), as on a first start.
+export RILL_CACHE_DIR=$tmp/cache
 failures=0
 passes=0
 
@@ -229,6 +232,42 @@ bench_json_ok && pass "bench -o json: two rows with llama-bench's fields" ||
 expect_error 2 "bench with a non-numeric -p" bench -m "$stories" -p abc
 grep -q -- "-p" "$tmp/e" && pass "bench -p error names the flag" || fail "bench -p error names the flag: $(cat "$tmp/e")"
 expect_error 2 "bench with -r 0" bench -m "$stories" -r 0
+
+# rill plan: the first call measures this machine and caches the profile; later calls read it.
+"$rill" plan --preset tiny --type Q4_0 --json >"$tmp/plan.json" 2>"$tmp/plan.err"
+[[ $? == 0 && -s $RILL_CACHE_DIR/machine.json ]] && grep -q "measuring this machine" "$tmp/plan.err" &&
+  pass "plan measures the machine once and caches the profile" || fail "plan's first run: $(head -c 300 "$tmp/plan.err")"
+node -e '
+  const p = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+  const ok = p.memory.weights_bytes > 0 && p.memory.kv_cache_bytes === 2 * 2 * 128 * 2 * 512 && p.decode.tokens_per_second > 0 &&
+    p.decode.threads >= 1 && p.prefill.time_to_first_token_s > 0 && ["bandwidth", "compute"].includes(p.decode.bound);
+  process.exit(ok ? 0 : 1);' "$tmp/plan.json" && pass "plan --json: memory, decode and prefill predictions" ||
+  fail "plan --json: $(head -c 400 "$tmp/plan.json")"
+"$rill" plan -m "$stories" >"$tmp/plan.txt" 2>"$tmp/plan.err"
+[[ $? == 0 ]] && ! grep -q "measuring" "$tmp/plan.err" && grep -q "^decode .*tokens/s with" "$tmp/plan.txt" &&
+  grep -q "^first token" "$tmp/plan.txt" && grep -q "bound by" "$tmp/plan.txt" &&
+  pass "plan -m reads the cached profile and says what bounds each phase" || fail "plan -m: $(cat "$tmp/plan.err" "$tmp/plan.txt" | head -c 400)"
+"$rill" plan --preset llama-3.1-8b --fit 8 --json >"$tmp/fit.json" 2>/dev/null
+node -e '
+  const p = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+  const pick = p.types.find((t) => t.type === p.recommended);
+  process.exit(pick && pick.total_bytes <= 8e9 && pick.fits && p.reason.startsWith(p.recommended + ":") ? 0 : 1);' "$tmp/fit.json" &&
+  pass "plan --fit 8 recommends a type whose weights, KV cache and scratch fit in 8 GB" || fail "plan --fit: $(head -c 300 "$tmp/fit.json")"
+"$rill" plan --preset llama-3.1-8b --fit 1 >"$tmp/fit.txt" 2>/dev/null
+[[ $? == 1 ]] && grep -q "nothing fits" "$tmp/fit.txt" && pass "plan --fit with too little RAM says nothing fits" || fail "plan --fit 1"
+echo '{"version": ' >"$RILL_CACHE_DIR/machine.json"
+"$rill" plan --preset tiny --type Q8_0 >/dev/null 2>"$tmp/plan.err"
+[[ $? == 0 ]] && grep -q "not valid JSON" "$tmp/plan.err" && "$rill" plan --preset tiny --type Q8_0 2>&1 >/dev/null | { ! grep -q measuring; } &&
+  pass "a damaged profile is measured again and replaced" || fail "damaged profile: $(head -c 300 "$tmp/plan.err")"
+expect_error 2 "plan with both -m and --preset" plan -m "$stories" --preset tiny --type Q4_0
+expect_error 2 "plan with an unknown preset" plan --preset llama-9 --type Q4_0
+expect_error 2 "plan with an unknown type" plan --preset tiny --type Q9_9
+expect_error 2 "plan with a preset and no type" plan --preset tiny
+expect_error 2 "plan --target-tps without --fit" plan --preset tiny --type Q4_0 --target-tps 5
+expect_error 2 "bench --plot without --sweep" bench -m "$stories" --plot "$tmp/x.svg"
+"$rill" bench -m "$stories" -p 0 -n 8 -r 1 -t 1 --sweep ctx --depths 0,16 --plot "$tmp/ctx.svg" >/dev/null 2>&1
+[[ $(grep -c "<circle" "$tmp/ctx.svg" 2>/dev/null) -ge 3 ]] && grep -q "tg8 measured" "$tmp/ctx.svg" && grep -q "tg8 ceiling" "$tmp/ctx.svg" &&
+  pass "bench --sweep ctx --plot writes an SVG with measured points and the ceiling" || fail "bench --plot: $(head -c 200 "$tmp/ctx.svg")"
 
 echo "$passes passed, $failures failed"
 [[ $failures == 0 ]]

@@ -102,19 +102,24 @@ TEST_CASE("memory needs are the weights, the KV cache at the context, and bounde
 
 namespace {
 
-// Two thread counts; every type streams at 10 GB/s on one thread, 16 on two; GEMM 100 / 180 GFLOP/s.
+// Two thread counts; every type streams at 10 GB/s on one thread, 16 on two; GEMM 100 / 180 GFLOP/s;
+// decode attention 10 ns per head and position; prompt attention 50 / 90 GFLOP/s.
 MachineProfile hand_profile() {
     MachineProfile p;
     p.thread_counts = {1, 2};
     p.read_gbps = {12, 20};
     p.peak_gflops = {110, 200};
+    for (int d = 0; d < 2; ++d) {
+        p.decode_attention_ns[d] = {10, 10};
+        p.prompt_attention_gflops[d] = {50, 90};
+    }
     for (const TensorTypeTraits& t : all_tensor_types()) p.types.push_back({t.type, {10, 16}, {100, 180}, {100, 180}});
     return p;
 }
 
 }  // namespace
 
-TEST_CASE("predicted decode time is each matrix at its kernel's rate plus the rest at the read bandwidth", "[plan]") {
+TEST_CASE("predicted decode time is each matrix at its kernel's rate, the rest at the read bandwidth, and attention's cost", "[plan]") {
     const ModelShape shape = shape_of(*golden("Q8_0"));
     const MachineProfile profile = hand_profile();
     uint64_t matrices = 0;
@@ -122,20 +127,25 @@ TEST_CASE("predicted decode time is each matrix at its kernel's rate plus the re
         if (t.is_matrix() && t.name != "token_embd.weight") matrices += t.bytes;
     const DecodeBudget budget = decode_bytes_per_token(shape, 10, KvType::F16);
     const DecodeEstimate e = predict_decode(shape, profile, 2, 10, KvType::F16);
-    CHECK(e.seconds == Approx(double(matrices) / 16e9 + double(budget.total() - matrices) / 20e9).epsilon(1e-12));
+    // Attention: 2 layers × 4 heads × 11 positions × 10 ns = 0.88 µs, more than reading the 10 KiB of
+    // keys and values at 20 GB/s (0.51 µs), so its compute counts.
+    const double attention = 2 * 4 * 11 * 10e-9;
+    REQUIRE(attention > double(budget.kv_bytes) / 20e9);
+    CHECK(e.seconds == Approx(double(matrices) / 16e9 + double(budget.weight_bytes - matrices) / 20e9 + attention).epsilon(1e-12));
+    CHECK(e.attention_seconds == Approx(attention).epsilon(1e-12));
     CHECK(e.ceiling_tps == Approx(20e9 / double(budget.total())).epsilon(1e-12));
     CHECK(e.bandwidth_bound);  // 16 of 20 GB/s
     CHECK(best_decode(shape, profile, 10).n_threads == 2);
 }
 
-TEST_CASE("predicted prompt time is its matrix FLOPs at the GEMM rate plus one pass over the output", "[plan]") {
+TEST_CASE("predicted prompt time is its matrix FLOPs at the GEMM rate, attention at its own, and one pass over the output", "[plan]") {
     const ModelShape shape = shape_of(*golden("F16"));
     const MachineProfile profile = hand_profile();
     const double block_flops = 2.0 * 2 * (256.0 * 256 + 2 * 256.0 * 128 + 256.0 * 256 + 3 * 256.0 * 768) * 64;
     const double attention = 4.0 * 64 * 4 * 2 * (64.0 * 65 / 2);
     const double output = double(shape.find("output.weight")->bytes);
     const PrefillEstimate e = predict_prefill(shape, profile, 1, 64, 512);
-    CHECK(e.seconds == Approx((block_flops + attention) / 100e9 + output / 10e9).epsilon(1e-12));
+    CHECK(e.seconds == Approx(block_flops / 100e9 + attention / 50e9 + output / 10e9).epsilon(1e-12));
 }
 
 TEST_CASE("between measured thread counts the profile interpolates linearly", "[plan]") {
