@@ -97,22 +97,28 @@ PrefillEstimate predict_prefill(const ModelShape& shape, const MachineProfile& p
     return e;
 }
 
-DecodeEstimate best_decode(const ModelShape& shape, const MachineProfile& profile, int position, KvType kv_type) {
-    DecodeEstimate best;
+namespace {
+
+// The estimate with the most tokens/s over the profile's thread counts, ascending; a larger count
+// must beat the best so far by 2% to win (plan.h).
+template <class Predict>
+auto fastest(const MachineProfile& profile, Predict&& predict) {
+    decltype(predict(1)) best{};
     for (const int t : profile.thread_counts) {
-        const DecodeEstimate e = predict_decode(shape, profile, t, position, kv_type);
+        const auto e = predict(t);
         if (best.tokens_per_second == 0 || e.tokens_per_second > 1.02 * best.tokens_per_second) best = e;
     }
     return best;
 }
 
+}  // namespace
+
+DecodeEstimate best_decode(const ModelShape& shape, const MachineProfile& profile, int position, KvType kv_type) {
+    return fastest(profile, [&](int t) { return predict_decode(shape, profile, t, position, kv_type); });
+}
+
 PrefillEstimate best_prefill(const ModelShape& shape, const MachineProfile& profile, int n_tokens, int n_batch) {
-    PrefillEstimate best;
-    for (const int t : profile.thread_counts) {
-        const PrefillEstimate e = predict_prefill(shape, profile, t, n_tokens, n_batch);
-        if (best.tokens_per_second == 0 || e.tokens_per_second > 1.02 * best.tokens_per_second) best = e;
-    }
-    return best;
+    return fastest(profile, [&](int t) { return predict_prefill(shape, profile, t, n_tokens, n_batch); });
 }
 
 ThreadPlan plan_threads(const ModelShape& shape, const MachineProfile& profile) {
