@@ -274,7 +274,28 @@ int plan_fit(const PlanFlags& f, const MachineProfile& profile) {
     return choice ? 0 : 1;
 }
 
+// `rill plan --remeasure` alone: the machine's figures, nothing about a model.
+int show_machine(const PlanFlags& f) {
+    const MachineProfile profile = obtain_machine_profile(true);
+    if (f.json) {
+        std::printf("%s\n", to_json(profile).dump(2).c_str());
+        return 0;
+    }
+    print_machine(profile);
+    std::printf("             f32 FMA peak");
+    for (size_t i = 0; i < profile.thread_counts.size(); ++i)
+        std::printf("%s %.0f GFLOP/s at %d", i ? "," : "", profile.peak_gflops[i], profile.thread_counts[i]);
+    const int all = profile.thread_counts.back();
+    std::printf("\n\n| type   | decode GB/s at %2d | prompt GFLOP/s at %2d |\n| ------ | ---------------: | -------------------: |\n", all, all);
+    for (const TypeRates& r : profile.types)
+        std::printf("| %-6s | %16.1f | %20.0f |\n", std::string(traits(r.type).name).c_str(), profile.gemv_gbps(r.type, all),
+                    profile.gemm_gflops(r.type, all));
+    std::printf("\nmeasured in %.1f s\n", profile.measure_seconds);
+    return 0;
+}
+
 int plan(const PlanFlags& f) {
+    if (f.remeasure && f.model_path.empty() && f.preset.empty()) return show_machine(f);
     if (f.model_path.empty() == f.preset.empty())
         throw CLI::ValidationError("-m/--preset", "give exactly one of -m MODEL or --preset NAME");
     if (!f.preset.empty() && !find_preset(f.preset)) {
@@ -303,6 +324,7 @@ Action add_plan(CLI::App& app) {
         "  rill plan --preset llama-3.1-8b --type Q4_K_M --ctx 8192 --prompt 2000\n"
         "  rill plan --preset llama-3.1-8b --fit 8           which quantization fits in 8 GB, and how fast\n"
         "  rill plan --preset qwen2.5-7b --fit 16 --target-tps 10 --json\n"
+        "  rill plan --remeasure                             measure this machine again and show its figures\n"
         "How: decode reads every weight once per token, so its speed is the bytes per token over the speed\n"
         "at which rill's kernels stream each weight type; a prompt is compute: its FLOPs over the measured\n"
         "GEMM rate. The rates come from a profile of this machine measured once (under 10 s) and cached;\n"

@@ -318,7 +318,7 @@ MachineProfile measure_machine(const std::function<void(const std::string&)>& st
     // Prompt: kProfileBatch tokens times a narrow and a wide matrix (rows of 2048 and of 8192, the same
     // FLOPs) from the start of the same bytes; they stay in cache, so they measure compute. The GEMM
     // backends dequantize panels of fewer, longer rows for wide matrices, and run slower on them.
-    std::vector<float> in(size_t(kProfileBatch) * kCols);
+    std::vector<float> in(size_t(kProfileBatch) * std::max(kCols, kWideCols));  // every token's row, at the widest
     std::vector<float> out(std::max(size_t(kProfileBatch) * 1024, stream_bytes / row_bytes(TensorType::Q2_K, kCols)));
     uint64_t seed = 7;
     for (float& x : in) x = float(int64_t(splitmix(seed) % 2001) - 1000) * 1e-3f;
