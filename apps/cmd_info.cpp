@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "commands.h"
+#include "runtime/budget.h"
 #include "model_flags.h"
 #include "runtime/kv_cache.h"
 #include "runtime/matmul.h"
@@ -62,8 +63,8 @@ int info(const InfoFlags& f) {
         ++use.count;
         use.bytes += t.n_bytes;
     }
-    const uint64_t kv_f16 = uint64_t(2) * hp.n_layer * hp.kv_dim() * kv_type_bytes(KvType::F16);
-    const uint64_t kv_f32 = uint64_t(2) * hp.n_layer * hp.kv_dim() * kv_type_bytes(KvType::F32);
+    const uint64_t kv_f16 = kv_bytes_per_token(hp, KvType::F16);
+    const uint64_t kv_f32 = kv_bytes_per_token(hp, KvType::F32);
     const char* rope = hp.rope_style == RopeStyle::Norm ? "norm" : "neox";
     // What evaluating a prompt adds, at the default micro-batch: float32 weight panels per thread for
     // the GEMM backends (bounded, whatever the model's size) and the batch's activations.

@@ -58,13 +58,25 @@ struct Subject {
     ModelShape shape;
 };
 
-Subject subject_for(const PlanFlags& f, const std::string& type) {
-    if (!f.model_path.empty()) {
-        LoadOptions options;
-        options.interleave = false;  // only shapes and types are read
-        const auto model = load_model(f.model_path, options);
+// The file or preset, read once however many types are planned.
+struct Source {
+    std::string name;              // the path or the preset's name
+    std::unique_ptr<Model> model;  // -m: only its shapes and types are read
+    std::optional<SynthPreset> preset;
+};
+
+Source open_source(const PlanFlags& f) {
+    if (f.model_path.empty()) return {f.preset, nullptr, find_preset(f.preset)};
+    LoadOptions options;
+    options.interleave = false;  // only shapes and types are read
+    return {f.model_path, load_model(f.model_path, options), std::nullopt};
+}
+
+Subject subject_for(const Source& source, const std::string& type) {
+    if (source.model) {
+        const Model* model = source.model.get();
         ModelShape shape = shape_of(*model);
-        if (type.empty()) return {f.model_path, shape};
+        if (type.empty()) return {source.name, shape};
         // The file requantized in the recipe's mix, tensor by tensor, as `rill quantize` would.
         const auto recipe = find_recipe(type);
         QuantMix mix = QuantMix::for_file(*recipe, model->file, false);
@@ -73,10 +85,9 @@ Subject subject_for(const PlanFlags& f, const std::string& type) {
             t.type = mix.choose(*g);
             t.bytes = row_bytes(t.type, t.row_length) * t.rows;
         }
-        return {f.model_path + " as " + type, shape};
+        return {source.name + " as " + type, shape};
     }
-    const auto preset = find_preset(f.preset);
-    return {f.preset + " " + type, shape_of_preset(*preset, *find_recipe(type))};
+    return {source.name + " " + type, shape_of_preset(*source.preset, *find_recipe(type))};
 }
 
 int context_for(const PlanFlags& f, const ModelShape& shape) { return f.ctx > 0 ? f.ctx : default_context(shape.hp); }
@@ -161,8 +172,8 @@ void print_machine(const MachineProfile& m) {
                 m.measured_at.c_str());
 }
 
-int plan_one(const PlanFlags& f, const MachineProfile& profile) {
-    const Subject s = subject_for(f, f.type);
+int plan_one(const PlanFlags& f, const Source& source, const MachineProfile& profile) {
+    const Subject s = subject_for(source, f.type);
     const int ctx = context_for(f, s.shape);
     const Prediction p = predict(f, s.shape, profile);
     if (f.json) {
@@ -198,11 +209,13 @@ struct FitRow {
     bool fits = false, fast_enough = true;
 };
 
-int plan_fit(const PlanFlags& f, const MachineProfile& profile) {
+int plan_fit(const PlanFlags& f, const Source& source, const MachineProfile& profile) {
     const uint64_t budget = uint64_t(f.fit_gb * 1e9);
     std::vector<FitRow> rows;
+    int ctx = 0;  // the same for every type: it depends on the hyperparameters only
     for (const QuantQuality& q : quant_quality_table()) {
-        const Subject s = subject_for(f, q.recipe);
+        const Subject s = subject_for(source, q.recipe);
+        ctx = context_for(f, s.shape);
         FitRow row{&q, predict(f, s.shape, profile)};
         row.fits = row.prediction.memory.total() <= budget;
         row.fast_enough = f.target_tps <= 0 || row.prediction.decode.tokens_per_second >= f.target_tps;
@@ -215,8 +228,7 @@ int plan_fit(const PlanFlags& f, const MachineProfile& profile) {
             choice = &r;
             break;
         }
-    const std::string what = !f.model_path.empty() ? f.model_path : f.preset;
-    const int ctx = context_for(f, subject_for(f, rows.front().quality->recipe).shape);
+    const std::string& what = source.name;
     std::string why;
     if (choice != nullptr) {
         const Prediction& p = choice->prediction;
@@ -309,7 +321,8 @@ int plan(const PlanFlags& f) {
         throw CLI::ValidationError("--type", "a preset needs --type TYPE (or --fit RAM_GB to compare every type)");
     if (f.target_tps > 0 && f.fit_gb <= 0) throw CLI::ValidationError("--target-tps", "only applies with --fit RAM_GB");
     const MachineProfile profile = obtain_machine_profile(f.remeasure);  // the note goes to stderr, so --json stays clean
-    return f.fit_gb > 0 ? plan_fit(f, profile) : plan_one(f, profile);
+    const Source source = open_source(f);
+    return f.fit_gb > 0 ? plan_fit(f, source, profile) : plan_one(f, source, profile);
 }
 
 }  // namespace

@@ -12,7 +12,7 @@
 namespace rill {
 
 DecodeAttentionScratch::DecodeAttentionScratch(int n_threads, int n_ctx, int head_dim)
-    : n_ctx(n_ctx), head_dim(head_dim), scores(size_t(n_threads) * size_t(n_ctx)), head(size_t(n_threads) * size_t(head_dim)) {}
+    : n_ctx(n_ctx), scores(size_t(n_threads) * size_t(n_ctx)), head(size_t(n_threads) * size_t(head_dim)) {}
 
 void decode_attention(const Hparams& hp, int layer, std::span<const KvPlace> places, const float* q_all, float* out_all,
                       simd::KernelPath path, int n_threads, DecodeAttentionScratch& s) {

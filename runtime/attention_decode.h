@@ -19,7 +19,7 @@ struct KvPlace {
 
 // Per-thread buffers: scores for up to n_ctx positions and one widened head (reference path).
 struct DecodeAttentionScratch {
-    int n_ctx = 0, head_dim = 0;
+    int n_ctx = 0;
     std::vector<float> scores, head;
     DecodeAttentionScratch() = default;
     DecodeAttentionScratch(int n_threads, int n_ctx, int head_dim);

@@ -13,6 +13,7 @@
 #include <ctime>
 #include <fstream>
 #include <set>
+#include <span>
 #include <sstream>
 
 #include "attention_batch.h"
@@ -21,7 +22,6 @@
 #include "error.h"
 #include "matmul.h"
 #include "quant/interleave.h"
-#include <span>
 #include "session.h"
 #include "simd/peak_flops.h"
 
@@ -30,6 +30,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using json = nlohmann::json;
+
+// The prompt probe's two row lengths (gemm_gflops and gemm_wide_gflops).
+constexpr int kNarrowCols = 2048, kWideCols = 8192;
 
 std::string read_text(const std::string& path) {
     std::ifstream in(path);
@@ -215,7 +218,8 @@ double MachineProfile::gemm_gflops(TensorType type, int n, int cols) const {
             const double narrow = interpolate(thread_counts, r.gemm_gflops, n);
             const double wide = interpolate(thread_counts, r.gemm_wide_gflops, n);
             // Between the two measured widths, linear in log2 of the row length; outside, the nearer.
-            const double f = std::clamp((std::log2(double(std::max(cols, 1))) - 11.0) / 2.0, 0.0, 1.0);
+            const double f = std::clamp(std::log2(double(std::max(cols, 1)) / kNarrowCols) / std::log2(double(kWideCols) / kNarrowCols),
+                                        0.0, 1.0);
             return narrow + f * (wide - narrow);
         }
     return 0;
@@ -310,7 +314,6 @@ MachineProfile measure_machine(const std::function<void(const std::string&)>& st
     // Every type reads the same random bytes: the kernels' speed does not depend on the values, only
     // on their being ordinary numbers. Interleaved types are only told their rows are interleaved.
     constexpr int kCols = 4096;
-    constexpr int kNarrowCols = 2048, kWideCols = 8192;
     constexpr size_t kGemmElements = size_t(1024) * 1024;
     const size_t stream_bytes = std::max<size_t>(size_t(64) << 20, 2 * p.last_level_cache_bytes());
     std::vector<uint8_t> stream(stream_bytes);
@@ -318,6 +321,7 @@ MachineProfile measure_machine(const std::function<void(const std::string&)>& st
     // Prompt: kProfileBatch tokens times a narrow and a wide matrix (rows of 2048 and of 8192, the same
     // FLOPs) from the start of the same bytes; they stay in cache, so they measure compute. The GEMM
     // backends dequantize panels of fewer, longer rows for wide matrices, and run slower on them.
+    const size_t probe_bytes = std::max<size_t>(size_t(256) << 20, 4 * p.last_level_cache_bytes());  // far past the cache
     std::vector<float> in(size_t(kProfileBatch) * std::max(kCols, kWideCols));  // every token's row, at the widest
     std::vector<float> out(std::max(size_t(kProfileBatch) * 1024, stream_bytes / row_bytes(TensorType::Q2_K, kCols)));
     uint64_t seed = 7;
@@ -333,7 +337,7 @@ MachineProfile measure_machine(const std::function<void(const std::string&)>& st
             const std::string with = ", " + std::to_string(t) + (t == 1 ? " thread" : " threads") + of;
             if (round != 1) {  // the probe is the slowest step; two rounds of it suffice
                 say("memory bandwidth" + with);
-                p.read_gbps[c] = std::max(p.read_gbps[c], measure_read_bandwidth(t, std::max<size_t>(size_t(256) << 20, 4 * p.last_level_cache_bytes())));
+                p.read_gbps[c] = std::max(p.read_gbps[c], measure_read_bandwidth(t, probe_bytes));
             }
             say("multiply-add peak" + with);
             p.peak_gflops[c] = std::max(p.peak_gflops[c], simd::measure_peak_gflops(t));

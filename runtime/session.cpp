@@ -1,7 +1,5 @@
 #include "session.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -11,7 +9,6 @@
 #include <thread>
 
 #include "error.h"
-#include "simd/dot.h"
 
 namespace rill {
 
