@@ -1,13 +1,25 @@
 #!/usr/bin/env bash
-# Installs rill's build dependencies from Debian 12 packages (idempotent, needs root) and builds
-# Release into build/. The CLI lands at build/bin/rill.
+# Installs every Debian 12 package rill's build and tests need, then builds Release into build/.
+# The CLI lands at build/bin/rill. Idempotent. Works on a minimal Debian 12 (packages are installed
+# with --no-install-recommends, so each one the build or a test uses is named below).
+#   bash scripts/setup.sh              as root: installs what is missing; as a user: uses sudo if it
+#                                      can, otherwise prints the exact command to run as root
+#   bash scripts/setup.sh --no-build   packages only (CI's sanitizer and fuzz stages build their own)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+build=1
+case ${1:-} in
+  "") ;;
+  --no-build) build=0 ;;
+  *) echo "usage: bash scripts/setup.sh [--no-build]" >&2; exit 2 ;;
+esac
 
 packages=(
   build-essential cmake ninja-build pkg-config
   libopenblas-openmp-dev  # OpenBLAS built on OpenMP, so it shares rill's thread team instead of oversubscribing
   libdnnl-dev             # oneDNN
+  ocl-icd-opencl-dev      # only a Recommends of libdnnl-dev, but oneDNN's CMake config calls find_package(OpenCL)
   libxsimd-dev            # portable SIMD
   libcli11-dev            # command-line parsing
   libpcre2-dev            # Unicode regular expressions for the BPE pre-tokenizers
@@ -17,24 +29,34 @@ packages=(
   libbenchmark-dev        # bench/ (Google Benchmark)
   nlohmann-json3-dev      # JSON: rill serve's requests and responses, the golden references in tests
   libcpp-httplib-dev      # rill serve's HTTP server (threaded, chunked responses for server-sent events)
-  clang libclang-rt-14-dev  # the libFuzzer harness (scripts/fuzz.sh)
+  clang libclang-rt-14-dev  # the libFuzzer harnesses (scripts/fuzz.sh)
+  ca-certificates         # npm fetches the tests' Node packages over HTTPS
 )
 # The server tests drive rill serve with OpenAI's Node package; Debian's Node.js unless one is installed.
 command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if ((${#missing[@]})); then
-  if [[ $(id -u) != 0 ]]; then
-    echo "setup.sh: missing packages: ${missing[*]}; run as root or: sudo apt-get install ${missing[*]}" >&2
+  install=(env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}")
+  if [[ $(id -u) == 0 ]]; then
+    apt-get update -qq
+    "${install[@]}"
+  elif command -v sudo >/dev/null; then
+    echo "setup.sh: installing with sudo: ${missing[*]}" >&2
+    sudo apt-get update -qq
+    sudo "${install[@]}"
+  else
+    echo "setup.sh: these Debian packages are missing: ${missing[*]}" >&2
+    echo "setup.sh: as root, run:  apt-get update && apt-get install -y --no-install-recommends ${missing[*]}" >&2
+    echo "setup.sh: then run bash scripts/setup.sh again" >&2
     exit 1
   fi
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
+((build)) || { echo "setup.sh: packages installed"; exit 0; }
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build build
 echo "setup.sh: built build/bin/rill"
