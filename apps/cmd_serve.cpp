@@ -91,14 +91,6 @@ void send_json(httplib::Response& res, int status, const json& body) {
 
 void send_error(httplib::Response& res, const ApiError& e) { send_json(res, e.status, serve::error_body(e)); }
 
-json parse_body(const httplib::Request& req) {
-    try {
-        return json::parse(req.body);
-    } catch (const json::parse_error& e) {
-        throw ApiError{400, std::string("the request body is not valid JSON: ") + e.what()};
-    }
-}
-
 std::string new_id(const char* prefix) {
     static std::atomic<uint64_t> counter{0};  // ids only need to differ within a run
     return std::string(prefix) + std::to_string(std::chrono::system_clock::now().time_since_epoch().count()) + "-" +
@@ -172,7 +164,7 @@ private:
     void generate(const httplib::Request& req, httplib::Response& res, bool chat) {
         serve::GenerationRequest parsed;
         try {
-            const json body = parse_body(req);
+            const json body = serve::parse_body(req.body);
             parsed = chat ? serve::parse_chat_request(body, served_) : serve::parse_completion_request(body, served_);
         } catch (const ApiError& e) {
             return send_error(res, e);
@@ -241,7 +233,7 @@ private:
 
     void embeddings(const httplib::Request& req, httplib::Response& res) {
         try {
-            const json body = parse_body(req);
+            const json body = serve::parse_body(req.body);
             bool base64 = false;
             const auto inputs = serve::parse_embedding_inputs(body, served_, base64);
             json data = json::array();

@@ -117,6 +117,14 @@ json error_body(const ApiError& e) {
               {"code", e.code.empty() ? json(nullptr) : json(e.code)}}}};
 }
 
+json parse_body(const std::string& body) {
+    try {
+        return json::parse(body);
+    } catch (const json::parse_error& e) {
+        throw ApiError{400, std::string("the request body is not valid JSON: ") + e.what()};
+    }
+}
+
 void check_model(const json& body, const ServedModel& served) {
     const auto it = body.find("model");
     if (it == body.end() || !it->is_string()) throw bad_field("model", "'model' is required and must be a string");

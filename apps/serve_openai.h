@@ -42,6 +42,9 @@ struct GenerationRequest {
     bool stream = false;
 };
 
+// A request body as sent: JSON, or an ApiError quoting the parser.
+nlohmann::json parse_body(const std::string& body);
+
 // Parse /v1/chat/completions and /v1/completions bodies. Throw ApiError naming the bad field, an
 // unknown model (404), or a prompt the context cannot hold.
 GenerationRequest parse_chat_request(const nlohmann::json& body, const ServedModel& served);

@@ -29,7 +29,7 @@ packages=(
   libbenchmark-dev        # bench/ (Google Benchmark)
   nlohmann-json3-dev      # JSON: rill serve's requests and responses, the golden references in tests
   libcpp-httplib-dev      # rill serve's HTTP server (threaded, chunked responses for server-sent events)
-  clang libclang-rt-14-dev  # the libFuzzer harnesses (scripts/fuzz.sh)
+  clang libclang-rt-14-dev libomp-14-dev  # the libFuzzer harnesses (scripts/fuzz.sh): clang, its sanitizer runtimes and its OpenMP
   ca-certificates         # npm fetches the tests' Node packages over HTTPS
 )
 # The server tests drive rill serve with OpenAI's Node package; Debian's Node.js unless one is installed.

@@ -1,21 +1,86 @@
-// Writes small valid GGUF files as the fuzzer's starting corpus.
+// Writes each fuzz harness's starting corpus: small valid GGUF files; every reference chat template
+// with each of its conversations (../shared/chat-templates/cases.json); and request bodies of each
+// endpoint, plain and with every field the server reads.
+//   fuzz_seeds OUT_DIR SHARED_DIR     writes OUT_DIR/gguf, OUT_DIR/jinja and OUT_DIR/request
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "../gguf_builder.h"
 
-int main(int argc, char** argv) {
-    if (argc != 2) return 2;
-    const std::string dir = argv[1];
-    auto write = [&](const std::string& name, const std::vector<uint8_t>& bytes) {
-        FILE* f = std::fopen((dir + "/" + name).c_str(), "wb");
-        if (!f) return false;
-        std::fwrite(bytes.data(), 1, bytes.size(), f);
-        return std::fclose(f) == 0;
-    };
+namespace {
+
+bool write(const std::filesystem::path& path, const void* bytes, size_t size) {
+    FILE* f = std::fopen(path.c_str(), "wb");
+    if (!f) return false;
+    const bool ok = std::fwrite(bytes, 1, size, f) == size;
+    return std::fclose(f) == 0 && ok;
+}
+
+bool write_text(const std::filesystem::path& path, const std::string& text) { return write(path, text.data(), text.size()); }
+
+bool gguf_seeds(const std::filesystem::path& dir) {
     rill::test::GgufBuilder meta;
     meta.kv_u32("general.alignment", 64).kv_f32_array("f", {1, 2}).kv_i32_array("i", {3}).kv_bool("b", true)
         .kv_string_array("s", {"a", "bc"}).tensor("q", {32, 2}, 2, std::vector<uint8_t>(36));
-    const bool ok = write("tiny_llama.gguf", rill::test::tiny_llama().bytes()) && write("metadata.gguf", meta.bytes());
-    return ok ? 0 : 1;
+    const auto llama = rill::test::tiny_llama().bytes();
+    const auto metadata = meta.bytes();
+    return write(dir / "tiny_llama.gguf", llama.data(), llama.size()) && write(dir / "metadata.gguf", metadata.data(), metadata.size());
+}
+
+// The harness's input: template source, NUL, the case's input object.
+bool jinja_seeds(const std::filesystem::path& dir, const std::filesystem::path& cases_file) {
+    std::ifstream in(cases_file);
+    std::stringstream text;
+    text << in.rdbuf();
+    const auto all = nlohmann::ordered_json::parse(text.str(), nullptr, false);
+    if (!all.is_object()) return false;
+    int n = 0;
+    for (const auto& [model, entry] : all.items()) {
+        const std::string source = entry.at("template").get<std::string>();
+        for (const auto& [name, c] : entry.at("cases").items()) {
+            if (!write_text(dir / (model + "." + name), source + std::string(1, '\0') + c.at("input").dump())) return false;
+            ++n;
+        }
+    }
+    return n > 0;
+}
+
+bool request_seeds(const std::filesystem::path& dir) {
+    const char* bodies[] = {
+        R"({"model":"stories","messages":[{"role":"user","content":"Hello"}]})",
+        R"({"model":"stories","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":[{"type":"text","text":"Hi"}]},)"
+        R"({"role":"assistant","content":"Hello!"},{"role":"developer","content":null}],"temperature":0.7,"top_p":0.9,"top_k":40,)"
+        R"("min_p":0.05,"presence_penalty":0.5,"frequency_penalty":-0.5,"repeat_penalty":1.1,"seed":7,"max_tokens":16,)"
+        R"("max_completion_tokens":8,"n":1,"stop":["\n","END"],"ignore_eos":false,"stream":true})",
+        R"({"model":"stories","prompt":"Once upon a time","max_tokens":32,"stop":"\n","stream":false,"echo":false})",
+        R"({"model":"stories","prompt":["Once"],"temperature":0,"seed":-1})",
+        R"({"model":"stories","input":"A sentence to embed.","encoding_format":"base64"})",
+        R"({"model":"stories","input":["one","two",""],"encoding_format":"float"})",
+        R"({"model":"other","messages":[]})",
+    };
+    int n = 0;
+    for (const char* body : bodies)
+        if (!write_text(dir / ("body" + std::to_string(n++) + ".json"), body)) return false;
+    return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc != 3) {
+        std::fprintf(stderr, "usage: fuzz_seeds OUT_DIR SHARED_DIR\n");
+        return 2;
+    }
+    const std::filesystem::path out = argv[1], shared = argv[2];
+    for (const char* harness : {"gguf", "jinja", "request"}) std::filesystem::create_directories(out / harness);
+    if (!gguf_seeds(out / "gguf") || !jinja_seeds(out / "jinja", shared / "chat-templates/cases.json") || !request_seeds(out / "request")) {
+        std::fprintf(stderr, "fuzz_seeds: could not write the seeds into %s\n", argv[1]);
+        return 1;
+    }
+    return 0;
 }

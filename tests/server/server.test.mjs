@@ -5,6 +5,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import net from 'node:net';
 import OpenAI from 'openai';
 
 const RILL = process.env.RILL_BIN;
@@ -42,7 +43,16 @@ function stopServer(server) {
   });
 }
 
-const client = (server, apiKey = 'none') => new OpenAI({ baseURL: `${server.url}/v1`, apiKey, maxRetries: 0, timeout: 120000 });
+// On Node.js 18 (Debian 12's 18.20.4+dfsg-1~deb12u3) the openai package's own HTTP stack, node-fetch@2,
+// rejects complete keep-alive responses as "Premature close": it takes any 'data' listener left on the
+// socket when a response closes as a sign of truncation, and that Debian release's fix for CVE-2026-48931
+// leaves the agent's own listener there (Node.js issue 63989). The bytes rill sends are the same on every
+// Node.js (the framing test below reads them raw), so there the client is given Node's built-in fetch,
+// which the package supports through its `fetch` option. From Node.js 20 the package's default is used.
+const NODE_MAJOR = Number(process.versions.node.split('.')[0]);
+const clientFetch = NODE_MAJOR < 20 ? { fetch: globalThis.fetch } : {};
+const client = (server, apiKey = 'none') =>
+  new OpenAI({ baseURL: `${server.url}/v1`, apiKey, maxRetries: 0, timeout: 120000, ...clientFetch });
 
 const greedy = { model: MODEL_ID, temperature: 0 };
 const ask = (content) => [{ role: 'user', content }];
@@ -119,6 +129,72 @@ test('a streamed greedy chat joins to exactly the non-streamed text', async () =
   assert.equal(streamed.text, whole.choices[0].message.content);
   assert.equal(streamed.finish, whole.choices[0].finish_reason);
   assert.deepEqual(streamed.usage, whole.usage);
+});
+
+// Two requests written on one connection, read back as raw bytes: each response is a chunked event
+// stream that ends with its [DONE] event and the zero-length last chunk, and the connection stays open
+// for the next request, as HTTP/1.1 keep-alive promises.
+function rawExchange(url, body, requests) {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(Number(port), hostname);
+    const request = `POST /v1/chat/completions HTTP/1.1\r\nHost: ${hostname}\r\nContent-Type: application/json\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+    let received = '';
+    const responses = [];
+    const timer = setTimeout(() => { socket.destroy(); reject(new Error(`no complete response; got ${JSON.stringify(received)}`)); }, 60000);
+    socket.on('connect', () => socket.write(request));
+    socket.on('data', (data) => {
+      received += data.toString('latin1');
+      const end = received.indexOf('\r\n0\r\n\r\n');
+      if (end < 0) return;
+      responses.push(received.slice(0, end + 7));
+      received = received.slice(end + 7);
+      if (responses.length === requests) {
+        clearTimeout(timer);
+        socket.end();
+        resolve({ responses, closedEarly: false });
+      } else {
+        socket.write(request);
+      }
+    });
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve({ responses, closedEarly: responses.length < requests });
+    });
+    socket.on('error', reject);
+  });
+}
+
+function unchunk(raw) {  // the body of a chunked response, checking each chunk's size line
+  let rest = raw.slice(raw.indexOf('\r\n\r\n') + 4);
+  let body = '';
+  for (;;) {
+    const line = rest.indexOf('\r\n');
+    const size = parseInt(rest.slice(0, line), 16);
+    assert.ok(Number.isInteger(size), `a chunk size line, got ${JSON.stringify(rest.slice(0, 20))}`);
+    if (size === 0) return body;
+    body += rest.slice(line + 2, line + 2 + size);
+    assert.equal(rest.slice(line + 2 + size, line + 4 + size), '\r\n', 'each chunk ends with CRLF');
+    rest = rest.slice(line + 4 + size);
+  }
+}
+
+test('a streamed response is a well-formed chunked event stream and its connection serves the next request', async () => {
+  const body = JSON.stringify({ ...greedy, messages: ask('Hello'), max_tokens: 8, stream: true });
+  const { responses, closedEarly } = await rawExchange(server.url, body, 2);
+  assert.equal(closedEarly, false, 'the server kept the connection open between the two requests');
+  for (const raw of responses) {
+    const head = raw.slice(0, raw.indexOf('\r\n\r\n'));
+    assert.match(head, /^HTTP\/1\.1 200 OK\r\n/);
+    assert.match(head, /\r\nContent-Type: text\/event-stream\r\n/i);
+    assert.match(head, /\r\nTransfer-Encoding: chunked(\r\n|$)/i);
+    assert.doesNotMatch(head, /\r\nConnection: close/i);
+    const events = unchunk(raw).split('\n\n').filter((e) => e !== '');
+    assert.ok(events.every((e) => e.startsWith('data: ')), 'every event is one data line');
+    assert.equal(events.at(-1), 'data: [DONE]');
+    assert.equal(JSON.parse(events.at(-2).slice(6)).choices[0].finish_reason, 'length');
+  }
 });
 
 test('a text completion continues the prompt, streamed or not', async () => {
