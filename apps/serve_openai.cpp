@@ -120,7 +120,7 @@ json error_body(const ApiError& e) {
 json parse_body(const std::string& body) {
     try {
         return json::parse(body);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // a syntax error, or a number too large for a double (out_of_range)
         throw ApiError{400, std::string("the request body is not valid JSON: ") + e.what()};
     }
 }

@@ -1224,9 +1224,9 @@ Value call_macro(Renderer& r, const MacroStmt& m, const std::shared_ptr<Scope>& 
     if (a.positional.size() > m.params.size())
         throw Failure("macro '" + m.name + "' takes not more than " + std::to_string(m.params.size()) +
                       " argument(s)");
-    for (const auto& [name, value] : a.named)
-        if (std::none_of(m.params.begin(), m.params.end(), [&](const MacroParam& p) { return p.name == name; }))
-            throw Failure("macro '" + m.name + "' takes no keyword argument '" + name + "'");
+    for (const auto& given : a.named)
+        if (std::none_of(m.params.begin(), m.params.end(), [&](const MacroParam& p) { return p.name == given.first; }))
+            throw Failure("macro '" + m.name + "' takes no keyword argument '" + given.first + "'");
     for (std::size_t i = 0; i < m.params.size(); ++i) {
         const MacroParam& p = m.params[i];
         const auto named = std::find_if(a.named.begin(), a.named.end(), [&](const auto& kv) { return kv.first == p.name; });

@@ -98,7 +98,8 @@ Value dict(std::vector<std::pair<Value, Value>> items) {
     Dict d;
     for (auto& [k, v] : items) {
         require_hashable(k);
-        auto same = std::find_if(d.items.begin(), d.items.end(), [&](const auto& kv) { return equal(kv.first, k); });
+        const Value& key = k;  // clang 14 cannot capture a structured binding
+        auto same = std::find_if(d.items.begin(), d.items.end(), [&](const auto& kv) { return equal(kv.first, key); });
         if (same != d.items.end())
             same->second = std::move(v);
         else

@@ -33,8 +33,12 @@ for h in "${harnesses[@]}"; do
   [[ -f tests/fuzz/$h.dict ]] && dict=(-dict="tests/fuzz/$h.dict")
   echo "== fuzz $h for $share s"
   code=0
+  # Inputs that once found a bug (tests/fuzz/regressions/) are run first, with the seeds.
+  regressions=()
+  [[ -d tests/fuzz/regressions/$h ]] && regressions=("tests/fuzz/regressions/$h")
   "$out/bin/${h}_fuzz" -max_total_time="$share" -max_len="${max_len[$h]}" -rss_limit_mb=2048 -timeout=10 \
-    -print_final_stats=1 -artifact_prefix="$out/" "${dict[@]}" "$out/corpus/$h" "$out/seeds/$h" >"$out/$h.log" 2>&1 || code=$?
+    -print_final_stats=1 -artifact_prefix="$out/" "${dict[@]}" "$out/corpus/$h" "$out/seeds/$h" "${regressions[@]}" \
+    >"$out/$h.log" 2>&1 || code=$?
   # The final stats and, on a finding, the report before them.
   if ((code)); then
     grep -m1 -A40 -E "ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:|==ERROR" "$out/$h.log" || tail -n 40 "$out/$h.log"

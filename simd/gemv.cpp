@@ -5,6 +5,10 @@
 #include <stdexcept>
 #include <string>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 namespace rill::simd {
 
 namespace generic { const GemvKernels& kernels(); }
@@ -22,6 +26,20 @@ struct PathName {
 constexpr PathName kNames[] = {{KernelPath::Reference, "reference"}, {KernelPath::Generic, "generic"},
                                {KernelPath::Sse41, "sse41"},         {KernelPath::Avx2, "avx2"},
                                {KernelPath::Avx512, "avx512"}};
+
+#if defined(__x86_64__)
+// Straight from CPUID for the features clang's __builtin_cpu_supports cannot name (F16C, AVX512-BF16),
+// so the library also builds with clang (the fuzz harnesses). Only asked after the AVX2 or AVX-512
+// check, which includes the OS saving the wide registers.
+bool cpuid_bit(unsigned leaf, unsigned subleaf, int reg, int bit) {
+    unsigned r[4] = {};
+    if (!__get_cpuid_count(leaf, subleaf, &r[0], &r[1], &r[2], &r[3])) return false;
+    return (r[reg] >> bit) & 1u;
+}
+constexpr int kEax = 0, kEcx = 2;
+bool has_f16c() { return cpuid_bit(1, 0, kEcx, 29); }
+bool has_avx512_bf16() { return cpuid_bit(7, 1, kEax, 5); }
+#endif
 }  // namespace
 
 std::string_view kernel_path_name(KernelPath path) {
@@ -43,11 +61,11 @@ bool cpu_supports(KernelPath path) {
 #if defined(__x86_64__)
         case KernelPath::Sse41: return __builtin_cpu_supports("sse4.1") && __builtin_cpu_supports("ssse3");
         case KernelPath::Avx2:
-            return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+            return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
         case KernelPath::Avx512:
             return cpu_supports(KernelPath::Avx2) && __builtin_cpu_supports("avx512f") &&
                    __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-                   __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bf16");
+                   __builtin_cpu_supports("avx512vnni") && has_avx512_bf16();
 #endif
         default: return false;
     }

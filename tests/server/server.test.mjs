@@ -252,6 +252,15 @@ test('malformed JSON is a 400 with an OpenAI error body, and the server goes on'
   await expectServing(server);
 });
 
+test('a number too large for a double is a 400 saying the body is not valid JSON', async () => {
+  // Found by the request fuzz harness: the JSON parser reports this as out_of_range, not parse_error.
+  const res = await fetch(`${server.url}/v1/embeddings`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"model": "stories260K", "input": "a", "dimensions": 1e999}' });
+  assert.equal(res.status, 400);
+  const body = await res.json();
+  assertOpenAIError(body);
+  assert.match(body.error.message, /^the request body is not valid JSON: .*number overflow/);
+});
+
 test('a body over the limit is a 413 with an OpenAI error body, and the server goes on', async () => {
   const res = await fetch(`${server.url}/v1/completions`, {
     method: 'POST',
