@@ -1,5 +1,6 @@
 // Writes each fuzz harness's starting corpus: small valid GGUF files; every reference chat template
-// with each of its conversations (../shared/chat-templates/cases.json); and request bodies of each
+// with each of its conversations (../shared/chat-templates/cases.json) and a short template per
+// builtin and statement; and request bodies of each
 // endpoint, plain and with every field the server reads.
 //   fuzz_seeds OUT_DIR SHARED_DIR     writes OUT_DIR/gguf, OUT_DIR/jinja and OUT_DIR/request
 #include <cstdio>
@@ -50,6 +51,50 @@ bool jinja_seeds(const std::filesystem::path& dir, const std::filesystem::path& 
     return n > 0;
 }
 
+// One small template per builtin (filter, test, string and dict method, global) and statement, on
+// values of every kind: mutations of a short template reach each builtin's edge cases (an empty list,
+// a wrong type, an odd argument) far sooner than mutations of a long real template do.
+bool builtin_seeds(const std::filesystem::path& dir) {
+    const char* values[] = {"messages", "[3, 1, 2]", "\"Hi there\"", "{\"b\": 2, \"a\": 1}", "7", "none", "messages[0]"};
+    const char* filters[] = {"abs", "attr('role')", "capitalize", "count", "default('x')", "escape", "first", "float",
+                             "indent(2)", "int", "items", "join(', ')", "last", "length", "list", "lower",
+                             "map(attribute='role')", "reject('none')", "rejectattr('role', 'equalto', 'user')",
+                             "replace('a', 'b')", "reverse", "safe", "select('string')",
+                             "selectattr('role', 'equalto', 'user')", "sort", "string", "title", "tojson", "trim",
+                             "unique", "upper", "sort(attribute='role', reverse=true)", "tojson(indent=2)"};
+    const char* tests[] = {"boolean", "callable", "defined", "divisibleby 2", "eq 1", "even", "false", "float",
+                           "in [1, 2]", "integer", "iterable", "mapping", "none", "number", "odd", "sameas none",
+                           "sequence", "string", "true", "undefined", "lt 3", "ge 3"};
+    const char* methods[] = {"strip()", "lstrip('H')", "rstrip()", "split(' ')", "rsplit(' ', 1)", "startswith('H')",
+                             "endswith('e')", "upper()", "lower()", "title()", "capitalize()", "replace('e', 'E')",
+                             "find('t')", "join(['a', 'b'])", "items()", "keys()", "values()", "get('a')"};
+    const char* statements[] = {
+        "{% for m in messages %}{{ loop.index }}{{ m.role }}{% if loop.last %}.{% endif %}{% endfor %}",
+        "{% for k, v in {'a': 1}.items() %}{{ k }}={{ v }}{% else %}empty{% endfor %}",
+        "{% set ns = namespace(n=0) %}{% for i in range(3) %}{% set ns.n = ns.n + i %}{% endfor %}{{ ns.n }}",
+        "{% macro m(a, b=2) %}{{ a ~ b }}{{ caller() if caller is defined }}{% endmacro %}{{ m(1) }}{% call m(3) %}x{% endcall %}",
+        "{% filter upper %}text{% endfilter %}{% set x %}block{% endset %}{{ x }}",
+        "{{ messages[1:] }}{{ 'abc'[::-1] }}{{ [1, 2, 3][-1] }}{{ 2 ** 10 // 3 % 5 }}{{ 1 if true else 2 }}",
+        "{{ raise_exception('no') if messages|length > 5 }}{{ strftime_now('%Y-%m-%d') }}{{ dict(a=1).a }}",
+        "{% for m in messages if m.role != 'system' %}{% if loop.index0 is even %}{% continue %}{% endif %}{% break %}{% endfor %}",
+        "{{ tools|tojson if tools is defined }}{{ bos_token ~ eos_token }}{{ add_generation_prompt }}",
+        "{#- comment -#}\n  {%- if messages %} {{- 'x' -}} {% elif none %}y{% else %}z{% endif %}",
+    };
+    int n = 0;
+    auto seed = [&](const std::string& text) { return write_text(dir / ("builtin" + std::to_string(n++)), text); };
+    for (const char* v : values) {
+        for (const char* f : filters)
+            if (!seed(std::string("{{ ") + v + "|" + f + " }}")) return false;
+        for (const char* t : tests)
+            if (!seed(std::string("{{ ") + v + " is " + t + " }}")) return false;
+        for (const char* m : methods)
+            if (!seed(std::string("{{ ") + v + "." + m + " }}")) return false;
+    }
+    for (const char* st : statements)
+        if (!seed(st)) return false;
+    return true;
+}
+
 bool request_seeds(const std::filesystem::path& dir) {
     const char* bodies[] = {
         R"({"model":"stories","messages":[{"role":"user","content":"Hello"}]})",
@@ -78,7 +123,7 @@ int main(int argc, char** argv) {
     }
     const std::filesystem::path out = argv[1], shared = argv[2];
     for (const char* harness : {"gguf", "jinja", "request"}) std::filesystem::create_directories(out / harness);
-    if (!gguf_seeds(out / "gguf") || !jinja_seeds(out / "jinja", shared / "chat-templates/cases.json") || !request_seeds(out / "request")) {
+    if (!gguf_seeds(out / "gguf") || !jinja_seeds(out / "jinja", shared / "chat-templates/cases.json") || !builtin_seeds(out / "jinja") || !request_seeds(out / "request")) {
         std::fprintf(stderr, "fuzz_seeds: could not write the seeds into %s\n", argv[1]);
         return 1;
     }
