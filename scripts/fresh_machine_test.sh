@@ -38,6 +38,7 @@ cleanup() {
     exit 1
   fi
   rm -rf --one-file-system "$root"
+  rm -f "$root.debootstrap.log"
   exit "$code"
 }
 trap cleanup EXIT
@@ -46,8 +47,7 @@ trap 'exit 143' TERM
 
 echo "== fresh root: debootstrap --variant=minbase bookworm $root $mirror"
 debootstrap --variant=minbase bookworm "$root" "$mirror" >"$root.debootstrap.log" 2>&1 ||
-  { tail -n 30 "$root.debootstrap.log"; rm -f "$root.debootstrap.log"; exit 1; }
-rm -f "$root.debootstrap.log"
+  { tail -n 30 "$root.debootstrap.log"; exit 1; }
 t1=$(stamp)
 
 # The root sees the same suites as the host, as a newly installed Debian 12 would.
