@@ -100,7 +100,8 @@ std::string content_text(const json& content, size_t index) {
     if (!content.is_array()) throw bad_field(where, "'" + where + "' must be a string or an array of text parts");
     std::string text;
     for (const json& part : content) {
-        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string())
+        // json::value() throws when the field has another type, so each field's type is checked first.
+        if (!part.is_object() || !part.contains("type") || part["type"] != "text" || !part.contains("text") || !part["text"].is_string())
             throw bad_field(where, "'" + where + "' has a part that is not {\"type\": \"text\", \"text\": ...}; only text is supported");
         text += part["text"].get<std::string>();
     }
@@ -170,7 +171,10 @@ GenerationRequest parse_completion_request(const json& body, const ServedModel& 
     if (it != body.end() && it->is_string()) prompt = it->get<std::string>();
     else if (it != body.end() && it->is_array() && it->size() == 1 && (*it)[0].is_string()) prompt = (*it)[0].get<std::string>();
     else throw bad_field("prompt", "'prompt' must be a string (or an array of one string)");
-    if (body.value("echo", false)) throw bad_field("echo", "'echo' is not supported");
+    if (const auto echo = body.find("echo"); echo != body.end() && !echo->is_null()) {
+        if (!echo->is_boolean()) throw bad_field("echo", "'echo' must be true or false");
+        if (echo->get<bool>()) throw bad_field("echo", "'echo' is not supported");
+    }
     GenerationRequest r = common_settings(body, served);
     r.prompt = tokenize(served.vocab, prompt, {.add_special = true, .parse_special = false});
     fit_prompt(r, served, "prompt");
@@ -180,7 +184,10 @@ GenerationRequest parse_completion_request(const json& body, const ServedModel& 
 std::vector<std::vector<int32_t>> parse_embedding_inputs(const json& body, const ServedModel& served, bool& base64) {
     if (!body.is_object()) throw bad_field("", "the request body must be a JSON object");
     check_model(body, served);
-    const std::string format = body.value("encoding_format", "float");
+    const auto given_format = body.find("encoding_format");
+    const bool named = given_format != body.end() && !given_format->is_null();
+    if (named && !given_format->is_string()) throw bad_field("encoding_format", "'encoding_format' must be \"float\" or \"base64\"");
+    const std::string format = named ? given_format->get<std::string>() : "float";
     if (format != "float" && format != "base64") throw bad_field("encoding_format", "'encoding_format' must be \"float\" or \"base64\"");
     base64 = format == "base64";
     const auto it = body.find("input");

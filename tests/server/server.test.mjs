@@ -300,6 +300,9 @@ test('bad field values are 400s naming the field', async () => {
     [{ n: 2 }, 'n'],
     [{ messages: [] }, 'messages'],
     [{ messages: [{ role: 'wizard', content: 'hi' }] }, 'messages[0].role'],
+    // Found by the request fuzz harness: a field of another type than the one read must not escape
+    // as the JSON library's own type error.
+    [{ messages: [{ role: 'user', content: [{ type: ['text'], text: 'hi' }] }] }, 'messages[0].content'],
   ]) {
     await assert.rejects(openai.chat.completions.create({ ...greedy, messages: ask('hi'), ...body }), (e) => {
       assert.equal(e.status, 400);
@@ -307,6 +310,9 @@ test('bad field values are 400s naming the field', async () => {
       return true;
     });
   }
+  await assert.rejects(openai.completions.create({ ...greedy, prompt: 'a', echo: 'yes' }), (e) => e.status === 400 && e.param === 'echo');
+  await assert.rejects(openai.embeddings.create({ model: MODEL_ID, input: 'a', encoding_format: 7 }),
+    (e) => e.status === 400 && e.param === 'encoding_format');
 });
 
 test('eight concurrent streams each get the text they get alone', async () => {
