@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "runtime/error.h"
+#include "runtime/base/error.h"
 
 namespace rill::cli {
 namespace {

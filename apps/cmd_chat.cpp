@@ -12,8 +12,8 @@
 #include "model_flags.h"
 #include "sampling_flags.h"
 #include "session_flags.h"
-#include "runtime/chat.h"
-#include "runtime/error.h"
+#include "runtime/session/chat.h"
+#include "runtime/base/error.h"
 
 namespace rill::cli {
 namespace {

@@ -5,9 +5,9 @@
 #include "commands.h"
 #include "model_flags.h"
 #include "session_flags.h"
-#include "runtime/error.h"
-#include "runtime/sampling.h"
-#include "runtime/session.h"
+#include "runtime/base/error.h"
+#include "runtime/session/sampling.h"
+#include "runtime/session/session.h"
 
 namespace rill::cli {
 namespace {

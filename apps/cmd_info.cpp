@@ -4,12 +4,12 @@
 #include <memory>
 
 #include "commands.h"
-#include "runtime/budget.h"
+#include "runtime/plan/budget.h"
 #include "model_flags.h"
-#include "runtime/kv_cache.h"
-#include "runtime/matmul.h"
-#include "runtime/model.h"
-#include "runtime/session.h"
+#include "runtime/compute/kv_cache.h"
+#include "runtime/compute/matmul.h"
+#include "runtime/model/model.h"
+#include "runtime/session/session.h"
 
 namespace rill::cli {
 namespace {

@@ -9,10 +9,10 @@
 #include "cli_support.h"
 #include "commands.h"
 #include "machine_threads.h"
-#include "runtime/budget.h"
-#include "runtime/error.h"
-#include "runtime/plan.h"
-#include "runtime/quant_quality.h"
+#include "runtime/plan/budget.h"
+#include "runtime/base/error.h"
+#include "runtime/plan/plan.h"
+#include "runtime/plan/quant_quality.h"
 
 namespace rill::cli {
 namespace {

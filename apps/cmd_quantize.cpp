@@ -6,8 +6,8 @@
 #include "cli_support.h"
 #include "commands.h"
 #include "progress.h"
-#include "runtime/error.h"
-#include "runtime/quantize_model.h"
+#include "runtime/base/error.h"
+#include "runtime/make/quantize_model.h"
 
 namespace rill::cli {
 namespace {

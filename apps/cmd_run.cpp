@@ -8,9 +8,9 @@
 #include "model_flags.h"
 #include "sampling_flags.h"
 #include "session_flags.h"
-#include "runtime/error.h"
-#include "runtime/generate.h"
-#include "runtime/tokenizer.h"
+#include "runtime/base/error.h"
+#include "runtime/session/generate.h"
+#include "runtime/text/tokenizer.h"
 
 namespace rill::cli {
 namespace {

@@ -15,8 +15,8 @@
 #include "serve_openai.h"
 #include "serve_scheduler.h"
 #include "session_flags.h"
-#include "runtime/error.h"
-#include "runtime/tokenizer.h"
+#include "runtime/base/error.h"
+#include "runtime/text/tokenizer.h"
 
 namespace rill::cli {
 namespace {

@@ -5,9 +5,9 @@
 #include "cli_support.h"
 #include "commands.h"
 #include "model_flags.h"
-#include "runtime/chat_template.h"
-#include "runtime/error.h"
-#include "runtime/vocab.h"
+#include "runtime/text/chat_template.h"
+#include "runtime/base/error.h"
+#include "runtime/text/vocab.h"
 
 namespace rill::cli {
 namespace {

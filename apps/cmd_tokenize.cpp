@@ -6,8 +6,8 @@
 
 #include "commands.h"
 #include "model_flags.h"
-#include "runtime/error.h"
-#include "runtime/tokenizer.h"
+#include "runtime/base/error.h"
+#include "runtime/text/tokenizer.h"
 
 namespace rill::cli {
 namespace {

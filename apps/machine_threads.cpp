@@ -4,10 +4,10 @@
 
 #include <cstdio>
 
-#include "runtime/budget.h"
-#include "runtime/error.h"
-#include "runtime/plan.h"
-#include "runtime/session.h"
+#include "runtime/plan/budget.h"
+#include "runtime/base/error.h"
+#include "runtime/plan/plan.h"
+#include "runtime/session/session.h"
 
 namespace rill::cli {
 

@@ -4,8 +4,8 @@
 #include <optional>
 #include <string>
 
-#include "runtime/machine_profile.h"
-#include "runtime/model.h"
+#include "runtime/plan/machine_profile.h"
+#include "runtime/model/model.h"
 
 namespace rill::cli {
 

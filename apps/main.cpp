@@ -3,7 +3,7 @@
 #include <new>
 
 #include "commands.h"
-#include "runtime/error.h"
+#include "runtime/base/error.h"
 
 int main(int argc, char** argv) {
     CLI::App app{"rill: run GGUF language models on the CPU.\n"

@@ -3,7 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
-#include "runtime/file_bytes.h"
+#include "runtime/format/file_bytes.h"
 
 namespace rill::cli {
 

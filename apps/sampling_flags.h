@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <random>
 
-#include "runtime/sampling.h"
+#include "runtime/session/sampling.h"
 
 namespace rill::cli {
 

@@ -4,9 +4,9 @@
 #include <cstring>
 #include <random>
 
-#include "runtime/chat.h"
-#include "runtime/error.h"
-#include "runtime/tokenizer.h"
+#include "runtime/session/chat.h"
+#include "runtime/base/error.h"
+#include "runtime/text/tokenizer.h"
 
 namespace rill::serve {
 namespace {

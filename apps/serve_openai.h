@@ -7,9 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/completion.h"
-#include "runtime/model.h"
-#include "runtime/vocab.h"
+#include "runtime/session/completion.h"
+#include "runtime/model/model.h"
+#include "runtime/text/vocab.h"
 
 namespace rill::serve {
 

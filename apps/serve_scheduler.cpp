@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "runtime/error.h"
+#include "runtime/base/error.h"
 
 namespace rill::serve {
 namespace {

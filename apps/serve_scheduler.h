@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/completion.h"
-#include "runtime/session.h"
-#include "runtime/vocab.h"
+#include "runtime/session/completion.h"
+#include "runtime/session/session.h"
+#include "runtime/text/vocab.h"
 
 namespace rill::serve {
 

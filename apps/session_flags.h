@@ -5,7 +5,7 @@
 #include <string>
 
 #include "machine_threads.h"
-#include "runtime/session.h"
+#include "runtime/session/session.h"
 
 namespace rill::cli {
 

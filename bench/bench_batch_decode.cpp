@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/session.h"
+#include "runtime/session/session.h"
 
 using namespace rill;
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "quant/interleave.h"
-#include "runtime/matmul.h"
+#include "runtime/compute/matmul.h"
 
 namespace {
 

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "runtime/tokenizer.h"
+#include "runtime/text/tokenizer.h"
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include "numeric.h"
 #include "quant/interleave.h"
 #include "quant/quantize.h"
-#include "runtime/model.h"
+#include "runtime/model/model.h"
 
 namespace rill::test {
 

@@ -3,10 +3,10 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "runtime/budget.h"
-#include "runtime/error.h"
-#include "runtime/plan.h"
-#include "runtime/session.h"
+#include "runtime/plan/budget.h"
+#include "runtime/base/error.h"
+#include "runtime/plan/plan.h"
+#include "runtime/session/session.h"
 #include "shared_data.h"
 
 using namespace rill;

@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "runtime/chat_template.h"
-#include "runtime/error.h"
+#include "runtime/text/chat_template.h"
+#include "runtime/base/error.h"
 #include "tests/shared_data.h"
 
 using namespace rill;

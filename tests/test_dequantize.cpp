@@ -5,7 +5,7 @@
 
 #include "quant/fp16.h"
 #include "quant/tensor_type.h"
-#include "runtime/gguf.h"
+#include "runtime/format/gguf.h"
 #include "shared_data.h"
 
 using namespace rill;

@@ -8,9 +8,9 @@
 
 #include "numeric.h"
 #include "quant/fp16.h"
-#include "runtime/generate.h"
-#include "runtime/session.h"
-#include "runtime/vocab.h"
+#include "runtime/session/generate.h"
+#include "runtime/session/session.h"
+#include "runtime/text/vocab.h"
 #include "shared_data.h"
 
 using namespace rill;

@@ -2,9 +2,9 @@
 #include <catch2/catch.hpp>
 
 #include "gguf_builder.h"
-#include "runtime/error.h"
-#include "runtime/gguf.h"
-#include "runtime/model.h"
+#include "runtime/base/error.h"
+#include "runtime/format/gguf.h"
+#include "runtime/model/model.h"
 #include "shared_data.h"
 
 using namespace rill;

@@ -7,9 +7,9 @@
 #include <cstring>
 #include <filesystem>
 
-#include "runtime/error.h"
-#include "runtime/gguf.h"
-#include "runtime/gguf_writer.h"
+#include "runtime/base/error.h"
+#include "runtime/format/gguf.h"
+#include "runtime/format/gguf_writer.h"
 #include "shared_data.h"
 
 using namespace rill;

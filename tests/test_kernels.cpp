@@ -13,7 +13,7 @@
 #include "quant/interleave.h"
 #include "quant/quantize.h"
 #include "quant/tensor_type.h"
-#include "runtime/matmul.h"
+#include "runtime/compute/matmul.h"
 #include "simd/convert.h"
 #include "simd/gemv.h"
 

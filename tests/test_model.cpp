@@ -2,9 +2,9 @@
 #include <catch2/catch.hpp>
 
 #include "gguf_builder.h"
-#include "runtime/error.h"
-#include "runtime/model.h"
-#include "runtime/session.h"
+#include "runtime/base/error.h"
+#include "runtime/model/model.h"
+#include "runtime/session/session.h"
 #include "shared_data.h"
 
 using namespace rill;

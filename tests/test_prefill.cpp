@@ -12,8 +12,8 @@
 #include "random_weight.h"
 #include "quant/interleave.h"
 #include "quant/quantize.h"
-#include "runtime/error.h"
-#include "runtime/session.h"
+#include "runtime/base/error.h"
+#include "runtime/session/session.h"
 #include "shared_data.h"
 
 using namespace rill;

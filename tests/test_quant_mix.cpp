@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/quant_mix.h"
+#include "runtime/make/quant_mix.h"
 #include "shared_data.h"
 
 using namespace rill;

@@ -12,7 +12,7 @@
 #include "numeric.h"
 #include "quant/quantize.h"
 #include "quant/tensor_type.h"
-#include "runtime/gguf.h"
+#include "runtime/format/gguf.h"
 #include "shared_data.h"
 
 using namespace rill;

@@ -7,8 +7,8 @@
 #include <cstring>
 #include <filesystem>
 
-#include "runtime/error.h"
-#include "runtime/quantize_model.h"
+#include "runtime/base/error.h"
+#include "runtime/make/quantize_model.h"
 #include "shared_data.h"
 
 using namespace rill;

@@ -3,7 +3,7 @@
 
 #include <set>
 
-#include "runtime/sampling.h"
+#include "runtime/session/sampling.h"
 
 using namespace rill;
 

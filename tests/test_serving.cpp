@@ -7,11 +7,11 @@
 #include <cstring>
 #include <memory>
 
-#include "runtime/completion.h"
-#include "runtime/error.h"
-#include "runtime/session.h"
-#include "runtime/tokenizer.h"
-#include "runtime/vocab.h"
+#include "runtime/session/completion.h"
+#include "runtime/base/error.h"
+#include "runtime/session/session.h"
+#include "runtime/text/tokenizer.h"
+#include "runtime/text/vocab.h"
 #include "shared_data.h"
 
 using namespace rill;

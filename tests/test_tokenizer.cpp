@@ -5,9 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/error.h"
-#include "runtime/pretokenize.h"
-#include "runtime/tokenizer.h"
+#include "runtime/base/error.h"
+#include "runtime/text/pretokenize.h"
+#include "runtime/text/tokenizer.h"
 #include "shared_data.h"
 
 using namespace rill;

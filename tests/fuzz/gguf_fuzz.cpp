@@ -5,11 +5,11 @@
 #include <cstdint>
 #include <span>
 
-#include "runtime/error.h"
-#include "runtime/gguf.h"
-#include "runtime/model.h"
-#include "runtime/tokenizer.h"
-#include "runtime/vocab.h"
+#include "runtime/base/error.h"
+#include "runtime/format/gguf.h"
+#include "runtime/model/model.h"
+#include "runtime/text/tokenizer.h"
+#include "runtime/text/vocab.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try {

@@ -9,8 +9,8 @@
 #include <string>
 #include <string_view>
 
-#include "runtime/chat_template.h"
-#include "runtime/error.h"
+#include "runtime/text/chat_template.h"
+#include "runtime/base/error.h"
 
 using nlohmann::ordered_json;
 

@@ -15,9 +15,9 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/serve_openai.h"
-#include "runtime/error.h"
-#include "runtime/model.h"
-#include "runtime/vocab.h"
+#include "runtime/base/error.h"
+#include "runtime/model/model.h"
+#include "runtime/text/vocab.h"
 
 namespace {
 

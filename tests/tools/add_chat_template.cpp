@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "../gguf_builder.h"
-#include "runtime/gguf.h"
+#include "runtime/format/gguf.h"
 
 using namespace rill;
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "../gguf_builder.h"
-#include "runtime/gguf.h"
+#include "runtime/format/gguf.h"
 
 using namespace rill;
 using test::GgufBuilder;

@@ -1,0 +1,93 @@
+#include "runtime/compute/attention_batch.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <exception>
+
+#include "runtime/compute/ops.h"
+#include "quant/fp16.h"
+#include "simd/convert.h"
+
+namespace rill {
+
+namespace {
+
+// One head's keys as rows and values as columns, positions [0, n_pos), widened to float32.
+void load_head(const KvCache& kv, int layer, int kv_head, int head_dim, int n_pos, float* keys, float* values_t) {
+    const size_t offset = size_t(kv_head) * size_t(head_dim);
+    for (int p = 0; p < n_pos; ++p) {
+        const size_t at = kv.offset(layer, p) + offset;
+        float* key = keys + size_t(p) * size_t(head_dim);
+        if (kv.type == KvType::F16) {
+            simd::f16_to_f32_row(&kv.k16[at], key, size_t(head_dim));
+            for (int d = 0; d < head_dim; ++d) values_t[size_t(d) * size_t(n_pos) + size_t(p)] = f16_to_f32(kv.v16[at + size_t(d)]);
+        } else {
+            std::copy_n(&kv.k32[at], head_dim, key);
+            for (int d = 0; d < head_dim; ++d) values_t[size_t(d) * size_t(n_pos) + size_t(p)] = kv.v32[at + size_t(d)];
+        }
+    }
+}
+
+void gemm(GemmBackend backend, OnednnGemm* onednn, int thread, const GemmShape& shape, const float* a, const float* b, float* c) {
+    if (backend == GemmBackend::Onednn) onednn_gemm(*onednn, thread, shape, a, b, c);
+    else openblas_gemm(shape, a, b, c);
+}
+
+}  // namespace
+
+void batch_attention(const Hparams& hp, const KvCache& kv, int layer, int pos0, int n_tokens, const float* q, float* out,
+                     GemmBackend backend, OnednnGemm* onednn, int n_threads, AttentionScratch& s) {
+    const int D = hp.head_dim, group = hp.n_head / hp.n_head_kv, row = hp.n_head * D;
+    const float scale = 1.0f / std::sqrt(float(D));
+    const int n_blocks = (n_tokens + kQueryBlock - 1) / kQueryBlock;
+    const int n_tasks = hp.n_head_kv * n_blocks;
+    const size_t widest = size_t(pos0 + n_tokens);
+    s.keys.resize(size_t(n_threads));
+    s.values_t.resize(size_t(n_threads));
+    s.scores.resize(size_t(n_threads));
+    for (int t = 0; t < n_threads; ++t) {
+        if (s.keys[size_t(t)].size() < widest * size_t(D)) s.keys[size_t(t)].resize(widest * size_t(D));
+        if (s.values_t[size_t(t)].size() < widest * size_t(D)) s.values_t[size_t(t)].resize(widest * size_t(D));
+        if (s.scores[size_t(t)].size() < widest * kQueryBlock) s.scores[size_t(t)].resize(widest * kQueryBlock);
+    }
+    std::exception_ptr failure;
+#pragma omp parallel num_threads(n_threads)
+    {
+        const int me = omp_get_thread_num();
+        omp_set_num_threads(1);  // the GEMMs run on this thread (see matmul.cpp)
+#pragma omp for schedule(dynamic, 1)
+        for (int task = 0; task < n_tasks; ++task) {
+            const int kv_head = task / n_blocks, first = (task % n_blocks) * kQueryBlock;
+            const int m = std::min(kQueryBlock, n_tokens - first);
+            const int n_pos = pos0 + first + m;  // the block's last token sees this many positions
+            float* keys = s.keys[size_t(me)].data();
+            float* values_t = s.values_t[size_t(me)].data();
+            float* scores = s.scores[size_t(me)].data();
+            load_head(kv, layer, kv_head, D, n_pos, keys, values_t);
+            try {
+                for (int h = kv_head * group; h < (kv_head + 1) * group; ++h) {
+                    const float* q_block = q + size_t(first) * size_t(row) + size_t(h) * size_t(D);
+                    gemm(backend, onednn, me, GemmShape{.m = m, .n = n_pos, .k = D, .ldc = n_pos, .lda = row, .ldb = D}, q_block, keys, scores);
+                    for (int i = 0; i < m; ++i) {
+                        float* r = scores + size_t(i) * size_t(n_pos);
+                        const int seen = pos0 + first + i + 1;  // causal: its own position and every earlier one
+                        for (int p = 0; p < seen; ++p) r[p] *= scale;
+                        softmax(r, seen);
+                        std::fill(r + seen, r + n_pos, 0.0f);
+                    }
+                    float* out_block = out + size_t(first) * size_t(row) + size_t(h) * size_t(D);
+                    gemm(backend, onednn, me, GemmShape{.m = m, .n = D, .k = n_pos, .ldc = row, .lda = n_pos, .ldb = n_pos}, scores,
+                         values_t, out_block);
+                }
+            } catch (...) {
+#pragma omp critical(rill_attention_failure)
+                if (!failure) failure = std::current_exception();
+            }
+        }
+    }
+    if (failure) std::rethrow_exception(failure);
+}
+
+}  // namespace rill

@@ -1,0 +1,25 @@
+#include "runtime/compute/gemm.h"
+
+#include <string>
+
+#include "runtime/base/error.h"
+
+namespace rill {
+
+std::string_view gemm_backend_name(GemmBackend backend) {
+    switch (backend) {
+        case GemmBackend::Auto: return "auto";
+        case GemmBackend::Native: return "native";
+        case GemmBackend::Onednn: return "onednn";
+        case GemmBackend::Openblas: return "openblas";
+    }
+    return "?";
+}
+
+GemmBackend parse_gemm_backend(std::string_view name) {
+    for (const GemmBackend b : {GemmBackend::Auto, GemmBackend::Native, GemmBackend::Onednn, GemmBackend::Openblas})
+        if (name == gemm_backend_name(b)) return b;
+    throw Error("unknown GEMM backend '" + std::string(name) + "' (choose auto, onednn, openblas or native)");
+}
+
+}  // namespace rill

@@ -1,0 +1,94 @@
+// The oneDNN backend: a matmul primitive per shape, float32 in and out. Each thread keeps its own
+// stream, primitives and scratchpad, and runs them on itself: oneDNN's OpenMP runtime runs a
+// primitive called inside a parallel region on the calling thread.
+#include <dnnl.hpp>
+
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "runtime/base/error.h"
+#include "runtime/compute/gemm.h"
+
+namespace rill {
+
+namespace {
+
+struct Primitive {
+    dnnl::matmul matmul;
+    dnnl::memory a, b, c, scratchpad;
+    std::vector<uint8_t> scratchpad_bytes;
+};
+
+// Different prompt lengths give different shapes; past this many a thread forgets the ones it has.
+constexpr size_t kMaxShapes = 64;
+
+}  // namespace
+
+struct OnednnGemm {
+    dnnl::engine engine;
+    struct PerThread {
+        dnnl::stream stream;
+        std::map<std::tuple<int, int, int, int, int, int>, Primitive> primitives;
+    };
+    std::vector<PerThread> threads;
+};
+
+void OnednnGemmDeleter::operator()(OnednnGemm* p) const { delete p; }
+
+OnednnGemmPtr make_onednn_gemm(int n_threads) {
+    try {
+        OnednnGemmPtr state(new OnednnGemm);
+        state->engine = dnnl::engine(dnnl::engine::kind::cpu, 0);
+        state->threads.resize(size_t(n_threads));
+        for (auto& t : state->threads) t.stream = dnnl::stream(state->engine);
+        return state;
+    } catch (const dnnl::error& e) {
+        throw Error(std::string("oneDNN could not start: ") + e.what());
+    }
+}
+
+namespace {
+
+Primitive make_primitive(const dnnl::engine& engine, const GemmShape& s) {
+    using dt = dnnl::memory::data_type;
+    using dims = dnnl::memory::dims;
+    // B is n rows of ldb floats; oneDNN's weights are k × n, so element (p, j) sits at j * ldb + p.
+    const dnnl::memory::desc a_md(dims{s.m, s.k}, dt::f32, dims{s.row_a(), 1});
+    const dnnl::memory::desc b_md(dims{s.k, s.n}, dt::f32, dims{1, s.row_b()});
+    const dnnl::memory::desc c_md(dims{s.m, s.n}, dt::f32, dims{s.row_c(), 1});
+    dnnl::primitive_attr attr;
+    // The library's own scratchpad is shared between primitives and unsafe when threads run at once.
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), attr, engine);
+    Primitive p;
+    p.matmul = dnnl::matmul(pd);
+    p.a = dnnl::memory(a_md, engine, DNNL_MEMORY_NONE);
+    p.b = dnnl::memory(b_md, engine, DNNL_MEMORY_NONE);
+    p.c = dnnl::memory(c_md, engine, DNNL_MEMORY_NONE);
+    p.scratchpad_bytes.resize(pd.scratchpad_desc().get_size());
+    p.scratchpad = dnnl::memory(pd.scratchpad_desc(), engine, p.scratchpad_bytes.data());
+    return p;
+}
+
+}  // namespace
+
+void onednn_gemm(OnednnGemm& state, int thread, const GemmShape& s, const float* a, const float* b, float* c) {
+    OnednnGemm::PerThread& me = state.threads.at(size_t(thread));
+    const auto key = std::make_tuple(s.m, s.n, s.k, s.row_a(), s.row_b(), s.row_c());
+    auto it = me.primitives.find(key);
+    if (it == me.primitives.end()) {
+        if (me.primitives.size() >= kMaxShapes) me.primitives.clear();
+        it = me.primitives.emplace(key, make_primitive(state.engine, s)).first;
+    }
+    Primitive& p = it->second;
+    p.a.set_data_handle(const_cast<float*>(a));
+    p.b.set_data_handle(const_cast<float*>(b));
+    p.c.set_data_handle(c);
+    p.matmul.execute(me.stream, {{DNNL_ARG_SRC, p.a}, {DNNL_ARG_WEIGHTS, p.b}, {DNNL_ARG_DST, p.c},
+                                 {DNNL_ARG_SCRATCHPAD, p.scratchpad}});
+    me.stream.wait();
+}
+
+}  // namespace rill

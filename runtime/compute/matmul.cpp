@@ -1,0 +1,260 @@
+#include "runtime/compute/matmul.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <exception>
+
+#include "quant/interleave.h"
+#include "simd/convert.h"
+#include "simd/dot.h"
+
+namespace rill {
+namespace {
+
+// Rows a thread multiplies against every token before moving on, so a block of weights is read
+// from memory once and reused from cache for the rest of a prompt's tokens.
+constexpr int kRowsPerStep = 16;  // a multiple of kInterleave
+// Weights per unit of work handed to a thread: enough to amortise taking it, small enough that
+// a dozen or more units balance two threads.
+constexpr size_t kChunkBytes = size_t(128) << 10;
+
+void reference_matmul(std::span<const MatmulOutput> outputs, const float* in, int n_tokens, bool parallel, MatmulScratch& s) {
+    for (const MatmulOutput& o : outputs) {
+        const Weight& w = o.weight;
+        const int rows = w.rows(), cols = w.cols();
+#pragma omp parallel for num_threads(s.n_threads) schedule(static) if (parallel)
+        for (int r = 0; r < rows; ++r) {
+            const size_t me = size_t(omp_get_thread_num());
+            float* buf = s.rows[me].data();
+            const uint8_t* row = w.row(r);
+            if (w.interleaved && r < rows / int(kInterleave) * int(kInterleave)) {
+                plain_row(w.type(), w.tensor->data, size_t(r), w.tensor->row_bytes(), s.row_bytes[me].data());
+                row = s.row_bytes[me].data();
+            }
+            dequantize_row(w.type(), row, buf, size_t(cols));
+            for (int t = 0; t < n_tokens; ++t)
+                o.out[size_t(t) * rows + r] = simd::dot(buf, in + size_t(t) * cols, size_t(cols));
+        }
+    }
+}
+
+// Rows [first, first + count) of a weight as float32, count rows of cols. Interleaved groups are
+// put back in ggml's order one group at a time first.
+void dequantize_panel(const Weight& w, int first, int count, float* out, uint8_t* group_bytes) {
+    const size_t cols = size_t(w.cols()), row_stride = w.tensor->row_bytes();
+    const int grouped = w.interleaved ? w.rows() / int(kInterleave) * int(kInterleave) : 0;
+    for (int r = first; r < first + count; ++r) {
+        float* dst = out + size_t(r - first) * cols;
+        if (r >= grouped) {
+            simd::dequantize_row(w.type(), w.row(r), dst, cols);
+            continue;
+        }
+        const size_t lane = size_t(r) % kInterleave;
+        if (lane == 0 || r == first)
+            for (size_t i = 0; i < kInterleave; ++i)
+                plain_row(w.type(), w.tensor->data, size_t(r) - lane + i, row_stride, group_bytes + i * row_stride);
+        simd::dequantize_row(w.type(), group_bytes + lane * row_stride, dst, cols);
+    }
+}
+
+// The batch against each weight, a panel of rows at a time: a thread dequantizes the panel into its
+// scratch and multiplies the whole batch by it with the GEMM backend, on that thread alone.
+void gemm_matmul(std::span<const MatmulOutput> outputs, const float* in, int n_tokens, GemmBackend backend, MatmulScratch& s) {
+    for (const MatmulOutput& o : outputs) {
+        const Weight& w = o.weight;
+        const size_t panel = size_t(panel_rows(w.cols())) * size_t(w.cols());
+        const size_t group = kInterleave * w.tensor->row_bytes();
+        // Grown to the widest weight seen; panels fill lazily, so a session that only decodes never
+        // pays for them.
+        for (int t = 0; t < s.n_threads; ++t) {
+            if (s.panels[size_t(t)].size() < panel) s.panels[size_t(t)].resize(panel);
+            if (s.group_bytes[size_t(t)].size() < group) s.group_bytes[size_t(t)].resize(group);
+        }
+    }
+    s.chunks.clear();
+    for (size_t j = 0; j < outputs.size(); ++j) {
+        const Weight& w = outputs[j].weight;
+        const int rows = w.rows(), step = panel_rows(w.cols());
+        for (int r = 0; r < rows; r += step) s.chunks.push_back({uint32_t(j), false, r, std::min(step, rows - r)});
+    }
+    // An exception must not leave a parallel region; the first one is kept and rethrown after it.
+    std::exception_ptr failure;
+#pragma omp parallel num_threads(s.n_threads)
+    {
+        const int me = omp_get_thread_num();
+        // The libraries size their own teams from omp_get_max_threads() unless they see an active
+        // parallel region, and a team of one is not active: this task's setting keeps them on this
+        // thread, so a panel's result is the same with one thread as with many. It ends with the region.
+        omp_set_num_threads(1);
+#pragma omp for schedule(dynamic, 1)
+        for (size_t c = 0; c < s.chunks.size(); ++c) {
+            const RowChunk& chunk = s.chunks[c];
+            const MatmulOutput& o = outputs[chunk.output];
+            const Weight& w = o.weight;
+            const GemmShape shape{n_tokens, chunk.count, w.cols(), w.rows()};
+            const float* panel = nullptr;
+            if (w.type() == TensorType::F32) {
+                panel = reinterpret_cast<const float*>(w.row(chunk.first));
+            } else {
+                dequantize_panel(w, chunk.first, chunk.count, s.panels[size_t(me)].data(), s.group_bytes[size_t(me)].data());
+                panel = s.panels[size_t(me)].data();
+            }
+            try {
+                if (backend == GemmBackend::Onednn)
+                    onednn_gemm(*s.onednn, me, shape, in, panel, o.out + chunk.first);
+                else
+                    openblas_gemm(shape, in, panel, o.out + chunk.first);
+            } catch (...) {
+#pragma omp critical(rill_gemm_failure)
+                if (!failure) failure = std::current_exception();
+            }
+        }
+    }
+    if (failure) std::rethrow_exception(failure);
+}
+
+}  // namespace
+
+int panel_rows(int cols) {
+    const size_t fit = kPanelBytes / (size_t(std::max(cols, 1)) * sizeof(float));
+    return int(std::max<size_t>(16, fit / 16 * 16));
+}
+
+size_t gemm_scratch_bytes(const Model& model, int n_threads) {
+    const Hparams& hp = model.hp;
+    size_t widest = 0;
+    for (const int cols : {hp.n_embd, hp.n_ff, hp.q_dim()})
+        widest = std::max(widest, size_t(panel_rows(cols)) * size_t(cols) * sizeof(float));
+    return widest * size_t(n_threads);
+}
+
+MatmulScratch::MatmulScratch(simd::KernelPath path, int n_threads, size_t widest_row, GemmBackend gemm)
+    : path(path),
+      n_threads(n_threads),
+      gemm(gemm),
+      rows(size_t(n_threads), std::vector<float>(path == simd::KernelPath::Reference ? widest_row : 0)),
+      row_bytes(size_t(n_threads), std::vector<uint8_t>(path == simd::KernelPath::Reference ? widest_row * sizeof(float) : 0)) {
+    if (gemm == GemmBackend::Native) return;
+    if (gemm == GemmBackend::Onednn) onednn = make_onednn_gemm(n_threads);
+    panels.resize(size_t(n_threads));
+    group_bytes.resize(size_t(n_threads));
+}
+
+GemmBackend choose_gemm(GemmBackend requested, TensorType type, int n_tokens, int min_tokens) {
+    if (requested == GemmBackend::Native || n_tokens < min_tokens) return GemmBackend::Native;
+    if (requested != GemmBackend::Auto) return requested;
+    // The batch size from which OpenBLAS beat the decode kernels in bench_gemm (2 threads, AVX2):
+    // float weights need no dequantizing; the quantized ones need enough tokens to amortise it.
+    int from = 64;
+    switch (type) {
+        case TensorType::F32: case TensorType::F16: case TensorType::BF16: from = 16; break;
+        case TensorType::Q2_K: case TensorType::Q8_0: from = 128; break;
+        // Q4_0's int8 kernels beat float GEMM at every batch size measured, up to 512 tokens.
+        case TensorType::Q4_0: return GemmBackend::Native;
+        default: break;
+    }
+    return n_tokens >= std::max(from, min_tokens) ? GemmBackend::Openblas : GemmBackend::Native;
+}
+
+namespace {
+
+// The decode kernels over a batch: rows in chunks, each chunk against every token.
+void native_matmul(std::span<const MatmulOutput> outputs, const float* in, int n_tokens, MatmulScratch& s) {
+    const size_t cols = size_t(outputs[0].weight.cols());
+    size_t work = 0;
+    for (const MatmulOutput& o : outputs) work += size_t(o.weight.rows()) * cols * size_t(n_tokens);
+    const bool parallel = s.n_threads > 1 && work >= kMinParallelWork;
+    if (s.path == simd::KernelPath::Reference) return reference_matmul(outputs, in, n_tokens, parallel, s);
+
+    const simd::GemvKernels& kernels = simd::gemv_kernels(s.path);
+    bool needed[3] = {false, false, false};
+    for (const MatmulOutput& o : outputs) needed[int(simd::act_format(o.weight.type(), s.path))] = true;
+    size_t stride[3];
+    for (int f = 0; f < 3; ++f) {
+        stride[f] = simd::act_bytes(simd::ActFormat(f), cols);
+        // Grows only when a longer chunk arrives; decoding never reallocates.
+        if (needed[f] && s.act[f].size() < stride[f] * size_t(n_tokens)) s.act[f].resize(stride[f] * size_t(n_tokens));
+    }
+    const int n_prepare = 3 * n_tokens;
+    s.chunks.clear();
+    for (size_t j = 0; j < outputs.size(); ++j) {
+        const Weight& w = outputs[j].weight;
+        const int rows = w.rows();
+        // About kChunkBytes of weights per chunk, in whole steps of kRowsPerStep rows.
+        const int step = std::max(1, int(kChunkBytes / w.tensor->row_bytes()) / kRowsPerStep) * kRowsPerStep;
+        // Interleaved groups, then the rows after the last group, which keep ggml's layout.
+        const int grouped = w.interleaved ? rows / int(kInterleave) * int(kInterleave) : 0;
+        for (int r = 0; r < grouped; r += step) s.chunks.push_back({uint32_t(j), true, r, std::min(step, grouped - r)});
+        for (int r = grouped; r < rows; r += step) s.chunks.push_back({uint32_t(j), false, r, std::min(step, rows - r)});
+    }
+
+#pragma omp parallel num_threads(s.n_threads) if (parallel)
+    {
+#pragma omp for schedule(static)
+        for (int i = 0; i < n_prepare; ++i) {
+            const int f = i / n_tokens, t = i % n_tokens;
+            if (needed[f])
+                kernels.prepare(simd::ActFormat(f), in + size_t(t) * cols, cols, s.act[size_t(f)].data() + size_t(t) * stride[f]);
+        }
+        // Chunks go to whichever thread is free: on a shared machine a thread that loses its core
+        // for a moment no longer holds up the other at the barrier. A row's value depends only on
+        // the kernel that computes it, and that is fixed per row, not per thread.
+#pragma omp for schedule(dynamic, 1)
+        for (size_t c = 0; c < s.chunks.size(); ++c) {
+            const RowChunk& chunk = s.chunks[c];
+            const MatmulOutput& o = outputs[chunk.output];
+            const Weight& w = o.weight;
+            const size_t rows = size_t(w.rows()), row_stride = w.tensor->row_bytes();
+            const int f = int(simd::act_format(w.type(), s.path));
+            const uint8_t* act = s.act[size_t(f)].data();
+            const simd::DotGroupsFn dot_groups = chunk.grouped ? kernels.dot_groups(w.type()) : nullptr;
+            const simd::DotRowsFn dot_rows = chunk.grouped ? nullptr : kernels.dot_rows(w.type());
+            const simd::DotGroupsPairFn dot_pair = chunk.grouped ? kernels.dot_groups_pair(w.type()) : nullptr;
+            const simd::DotGroupsPairFn dot_quad = chunk.grouped ? kernels.dot_groups_quad(w.type()) : nullptr;
+            for (int r = chunk.first; r < chunk.first + chunk.count; r += kRowsPerStep) {
+                const int n = std::min(kRowsPerStep, chunk.first + chunk.count - r);
+                int t = 0;
+                // Token quads and pairs share each weight block's unpacking; their results equal single calls'.
+                for (; dot_quad && t + 4 <= n_tokens; t += 4) {
+                    const uint8_t* x[4];
+                    float* out[4];
+                    for (int i = 0; i < 4; ++i) {
+                        x[i] = act + size_t(t + i) * stride[f];
+                        out[i] = o.out + size_t(t + i) * rows + size_t(r);
+                    }
+                    dot_quad(w.tensor->data + size_t(r) * row_stride, size_t(n) / kInterleave, cols, x, out);
+                }
+                for (; dot_pair && t + 2 <= n_tokens; t += 2) {
+                    const uint8_t* x[2] = {act + size_t(t) * stride[f], act + size_t(t + 1) * stride[f]};
+                    float* out[2] = {o.out + size_t(t) * rows + size_t(r), o.out + size_t(t + 1) * rows + size_t(r)};
+                    dot_pair(w.tensor->data + size_t(r) * row_stride, size_t(n) / kInterleave, cols, x, out);
+                }
+                for (; t < n_tokens; ++t) {
+                    float* out = o.out + size_t(t) * rows + size_t(r);
+                    const uint8_t* x = act + size_t(t) * stride[f];
+                    if (dot_groups)
+                        dot_groups(w.tensor->data + size_t(r) * row_stride, size_t(n) / kInterleave, cols, x, out);
+                    else
+                        dot_rows(w.row(r), row_stride, size_t(n), cols, x, out);
+                }
+            }
+        }
+    }
+}
+
+}  // namespace
+
+void matmul(std::span<const MatmulOutput> outputs, const float* in, int n_tokens, MatmulScratch& s) {
+    if (outputs.empty() || n_tokens <= 0) return;
+    if (s.gemm == GemmBackend::Native || n_tokens < s.gemm_min_tokens) return native_matmul(outputs, in, n_tokens, s);
+    // Outputs that read the same input may still go different ways (Q4_K_M mixes Q4_K and Q6_K).
+    std::vector<MatmulOutput> by_backend[4];
+    for (const MatmulOutput& o : outputs)
+        by_backend[int(choose_gemm(s.gemm, o.weight.type(), n_tokens, s.gemm_min_tokens))].push_back(o);
+    for (const GemmBackend b : {GemmBackend::Onednn, GemmBackend::Openblas})
+        if (!by_backend[int(b)].empty()) gemm_matmul(by_backend[int(b)], in, n_tokens, b, s);
+    if (!by_backend[int(GemmBackend::Native)].empty()) native_matmul(by_backend[int(GemmBackend::Native)], in, n_tokens, s);
+}
+
+}  // namespace rill

@@ -1,0 +1,77 @@
+// Matrix times activations for the forward pass: every weight type, on the kernel path chosen at
+// run time, on a team of threads. Several weights that read the same input (Q, K and V; gate and
+// up) are multiplied in one pass, so the input is prepared once and the team meets once.
+#pragma once
+#include <span>
+#include <vector>
+
+#include "runtime/compute/gemm.h"
+#include "runtime/model/model.h"
+#include "simd/gemv.h"
+
+namespace rill {
+
+// Multiply-adds below which a loop runs on the calling thread alone: under it a parallel region
+// costs more than it saves, and on a loaded machine a descheduled team member stalls everyone.
+inline constexpr size_t kMinParallelWork = size_t(1) << 18;
+
+// Batches of at least this many tokens may go to a GEMM backend; smaller ones (a decode step, a few
+// draft tokens) always go to the decode kernels, which read each weight once without dequantizing it.
+inline constexpr int kGemmMinTokens = 16;
+
+// Which backend multiplies a batch of n_tokens by a weight of this type. A forced backend is used
+// from min_tokens up. Auto follows bench_gemm's measurements (README, "Prompt processing"): the
+// integer decode kernels beat float GEMM on Q4_0 at every batch size, and OpenBLAS takes the other
+// types from a batch size that depends on what dequantizing the type costs.
+GemmBackend choose_gemm(GemmBackend requested, TensorType type, int n_tokens, int min_tokens = kGemmMinTokens);
+
+// Weight rows dequantized at a time per thread for the GEMM backends: about this many bytes of
+// float32, in whole multiples of 16 rows, so the scratch stays bounded whatever the model.
+inline constexpr size_t kPanelBytes = size_t(2) << 20;
+int panel_rows(int cols);
+// The per-thread panel scratch a model needs at its widest weight, times n_threads.
+size_t gemm_scratch_bytes(const Model& model, int n_threads);
+
+// Rows [first, first + count) of one output, interleaved groups or ggml-layout rows.
+struct RowChunk {
+    uint32_t output;
+    bool grouped;
+    int first, count;
+};
+
+// Buffers reused across calls, so decoding allocates nothing per token.
+struct MatmulScratch {
+    simd::KernelPath path = simd::KernelPath::Reference;
+    int n_threads = 1;
+    GemmBackend gemm = GemmBackend::Auto;
+    int gemm_min_tokens = kGemmMinTokens;
+    OnednnGemmPtr onednn;                        // created when gemm is Onednn
+    std::vector<std::vector<float>> panels;      // GEMM backends: dequantized weight rows per thread
+    std::vector<std::vector<uint8_t>> group_bytes;  // GEMM backends: an interleaved group put back in order
+    std::vector<std::vector<float>> rows;        // reference path: one dequantized weight row per thread
+    std::vector<std::vector<uint8_t>> row_bytes;  // reference path: an interleaved row put back in order
+    std::vector<uint8_t> act[3];           // prepared activations, [tokens][bytes], per ActFormat
+    std::vector<RowChunk> chunks;          // this call's units of work; keeps its capacity
+
+    MatmulScratch() = default;
+    MatmulScratch(simd::KernelPath path, int n_threads, size_t widest_row, GemmBackend gemm = GemmBackend::Auto);
+};
+
+// One weight and where its products go: out[t][r] for t < n_tokens, r < weight.rows().
+struct MatmulOutput {
+    const Weight& weight;
+    float* out;
+};
+
+// out[t][r] = (row r of W) · in[t] for each output's W; every W has in's width `cols`.
+// Work is cut into pieces whose bounds depend only on the shapes (row chunks for the kernels, row
+// panels for GEMM), and each output is reduced by one thread in a fixed order, so results are the
+// same for any thread count.
+void matmul(std::span<const MatmulOutput> outputs, const float* in, int n_tokens, MatmulScratch& scratch);
+
+inline void matmul(const Weight& w, const float* in, float* out, int n_tokens, MatmulScratch& scratch) {
+    const MatmulOutput one[] = {{w, out}};
+    matmul(one, in, n_tokens, scratch);
+}
+
+}  // namespace rill

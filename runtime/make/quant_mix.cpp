@@ -1,0 +1,117 @@
+#include "runtime/make/quant_mix.h"
+
+#include "runtime/base/error.h"
+
+namespace rill {
+namespace {
+
+using T = TensorType;
+
+// llama.cpp's llama_ftype numbers, written to general.file_type so other tools name the file right.
+const std::vector<QuantRecipe>& recipes() {
+    static const std::vector<QuantRecipe> all = {
+        {"F32", T::F32, 0},      {"F16", T::F16, 1},       {"BF16", T::BF16, 32},    {"Q4_0", T::Q4_0, 2},
+        {"Q4_1", T::Q4_1, 3},    {"Q5_0", T::Q5_0, 8},     {"Q5_1", T::Q5_1, 9},     {"Q8_0", T::Q8_0, 7},
+        {"Q2_K", T::Q2_K, 10},   {"Q3_K_S", T::Q3_K, 11},  {"Q3_K_M", T::Q3_K, 12},  {"Q3_K_L", T::Q3_K, 13},
+        {"Q4_K_S", T::Q4_K, 14}, {"Q4_K_M", T::Q4_K, 15},  {"Q5_K_S", T::Q5_K, 16},  {"Q5_K_M", T::Q5_K, 17},
+        {"Q6_K", T::Q6_K, 18},   {"IQ4_NL", T::IQ4_NL, 25}, {"IQ4_XS", T::IQ4_XS, 30},
+        // Single k-quant types by their tensor names, as --pure users may write them.
+        {"Q3_K", T::Q3_K, 12},   {"Q4_K", T::Q4_K, 15},    {"Q5_K", T::Q5_K, 17},
+    };
+    return all;
+}
+
+bool ends_with(const std::string& s, const std::string& tail) {
+    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// Layers where the mixes spend extra bits: the first and last eighth, and every third one between.
+bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
+
+// A type whose block does not divide the row length falls back to one that does.
+TensorType fit_row(TensorType type, uint64_t row) {
+    if (row % traits(type).block_size == 0) return type;
+    switch (type) {
+        case T::IQ4_XS: type = T::IQ4_NL; break;
+        case T::Q2_K: case T::Q3_K: type = T::Q4_0; break;
+        case T::Q4_K: type = T::Q5_0; break;
+        case T::Q5_K: type = T::Q5_1; break;
+        case T::Q6_K: type = T::Q8_0; break;
+        default: break;
+    }
+    return row % traits(type).block_size == 0 ? type : T::F16;
+}
+
+}  // namespace
+
+std::optional<QuantRecipe> find_recipe(const std::string& name) {
+    for (const QuantRecipe& r : recipes())
+        if (r.name == name) return r;
+    return std::nullopt;
+}
+
+std::vector<std::string> recipe_names() {
+    std::vector<std::string> names;
+    for (const QuantRecipe& r : recipes()) names.push_back(r.name);
+    return names;
+}
+
+bool tensor_is_quantizable(const std::string& name, uint32_t n_dims) {
+    return n_dims >= 2 && ends_with(name, "weight") && name.find("_norm.weight") == std::string::npos;
+}
+
+QuantMix::QuantMix(const QuantRecipe& recipe, bool pure, int n_gqa, bool tied, const std::vector<std::string>& names)
+    : recipe_(recipe), pure_(pure), tied_embeddings_(tied), n_gqa_(n_gqa) {
+    for (const std::string& name : names) {
+        n_attn_v_ += name.find("attn_v.weight") != std::string::npos;
+        n_ffn_down_ += name.find("ffn_down.weight") != std::string::npos;
+    }
+}
+
+QuantMix QuantMix::for_file(const QuantRecipe& recipe, const GgufFile& model, bool pure) {
+    const std::string arch = model.get_string("general.architecture").value_or("");
+    const auto heads = model.get_uint(arch + ".attention.head_count");
+    const auto kv_heads = model.get_uint(arch + ".attention.head_count_kv");
+    const int n_gqa = heads && kv_heads && *kv_heads > 0 ? int(*heads / *kv_heads) : 1;
+    std::vector<std::string> names;
+    for (const GgufTensor& t : model.tensors()) names.push_back(t.name);
+    return QuantMix(recipe, pure, n_gqa, model.find_tensor("output.weight") == nullptr, names);
+}
+
+TensorType QuantMix::choose(const std::string& name, uint32_t n_dims, uint64_t row_length, TensorType current) {
+    if (!tensor_is_quantizable(name, n_dims)) return current;
+    TensorType type = recipe_.base;
+    if (pure_ || recipe_.base == T::F32 || recipe_.base == T::F16 || recipe_.base == T::BF16) return fit_row(type, row_length);
+    const std::string& r = recipe_.name;
+    const bool output = name == "output.weight" || (tied_embeddings_ && name == "token_embd.weight");
+    if (output) {
+        if (row_length % 256 != 0) type = T::Q8_0;
+        else if (type != T::Q8_0) type = T::Q6_K;
+    } else if (name == "token_embd.weight") {
+        // the base type
+    } else if (name.find("attn_v.weight") != std::string::npos) {
+        const int i = i_attn_v_++;
+        if (r == "Q2_K") type = n_gqa_ >= 4 ? T::Q4_K : T::Q3_K;
+        else if (r == "Q3_K_M") type = i < 2 ? T::Q5_K : T::Q4_K;
+        else if (r == "Q3_K_L") type = T::Q5_K;
+        else if ((r == "IQ4_NL" || r == "IQ4_XS") && n_gqa_ >= 4) type = T::Q5_K;
+        else if ((r == "Q4_K_M" || r == "Q5_K_M") && use_more_bits(i, n_attn_v_)) type = T::Q6_K;
+        else if (r == "Q4_K_S" && i < 4) type = T::Q5_K;
+    } else if (name.find("ffn_down.weight") != std::string::npos) {
+        const int i = i_ffn_down_++, n = n_ffn_down_;
+        if (r == "Q2_K") type = T::Q3_K;
+        else if (r == "Q3_K_M") type = i < n / 16 ? T::Q5_K : T::Q4_K;
+        else if (r == "Q3_K_L") type = T::Q5_K;
+        else if (r == "Q4_K_M") type = use_more_bits(i, n) ? T::Q6_K : type;
+        else if ((r == "IQ4_NL" || r == "IQ4_XS") && i < n / 8) type = T::Q5_K;
+        else if (r == "Q5_K_M" && use_more_bits(i, n)) type = T::Q6_K;
+        else if (r == "Q4_K_S" && i < n / 8) type = T::Q5_K;
+    } else if (name.find("attn_output.weight") != std::string::npos) {
+        if (r == "Q2_K") type = T::Q3_K;
+        else if (r == "Q3_K_M") type = T::Q4_K;
+        else if (r == "Q3_K_L") type = T::Q5_K;
+    }
+    return fit_row(type, row_length);
+}
+
+}  // namespace rill

@@ -1,0 +1,244 @@
+#include "runtime/make/synth.h"
+
+#include <cmath>
+
+#include "runtime/base/error.h"
+#include "runtime/format/gguf_writer.h"
+#include "runtime/session/session.h"
+
+namespace rill {
+namespace {
+
+// From each model's published config.json (Hugging Face), the fields llama.cpp's converters read.
+const std::vector<SynthPreset> kPresets = {
+    {"tinyllama-1.1b", "llama", 32000, 2048, 22, 5632, 32, 4, 2048, 10000.0f, 1e-5f, false, false, 0,
+     "TinyLlama/TinyLlama-1.1B-Chat-v1.0"},
+    {"llama-2-7b", "llama", 32000, 4096, 32, 11008, 32, 32, 4096, 10000.0f, 1e-5f, false, false, 0, "meta-llama/Llama-2-7b-hf"},
+    {"mistral-7b", "llama", 32000, 4096, 32, 14336, 32, 8, 32768, 10000.0f, 1e-5f, false, false, 0,
+     "mistralai/Mistral-7B-v0.1"},
+    {"llama-3.2-1b", "llama", 128256, 2048, 16, 8192, 32, 8, 131072, 500000.0f, 1e-5f, true, false, 32,
+     "meta-llama/Llama-3.2-1B"},
+    {"llama-3.2-3b", "llama", 128256, 3072, 28, 8192, 24, 8, 131072, 500000.0f, 1e-5f, true, false, 32,
+     "meta-llama/Llama-3.2-3B"},
+    {"llama-3.1-8b", "llama", 128256, 4096, 32, 14336, 32, 8, 131072, 500000.0f, 1e-5f, false, false, 8,
+     "meta-llama/Llama-3.1-8B"},
+    {"qwen2.5-0.5b", "qwen2", 151936, 896, 24, 4864, 14, 2, 32768, 1000000.0f, 1e-6f, true, true, 0, "Qwen/Qwen2.5-0.5B"},
+    {"qwen2.5-1.5b", "qwen2", 151936, 1536, 28, 8960, 12, 2, 32768, 1000000.0f, 1e-6f, true, true, 0, "Qwen/Qwen2.5-1.5B"},
+    {"qwen2.5-7b", "qwen2", 152064, 3584, 28, 18944, 28, 4, 32768, 1000000.0f, 1e-6f, false, true, 0, "Qwen/Qwen2.5-7B"},
+    // Not a real model: small enough for tests, shaped like the others.
+    {"tiny", "llama", 512, 256, 2, 768, 4, 2, 512, 10000.0f, 1e-5f, false, false, 0, "rill's test preset"},
+};
+
+// SplitMix64: a counter-based generator, so any row can be produced independently of the others
+// (in parallel, in any order) and the same seed always gives the same bytes.
+uint64_t mix64(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+uint64_t name_hash(const std::string& s) {
+    uint64_t h = 1469598103934665603ull;
+    for (const char c : s) h = (h ^ uint8_t(c)) * 1099511628211ull;
+    return h;
+}
+
+// Llama 3.1's rope scaling as per-frequency divisors (its published low/high frequency factors 1 and 4,
+// original context 8192).
+std::vector<float> llama3_rope_factors(const SynthPreset& p) {
+    const int half = p.head_dim() / 2;
+    const double low_wavelen = 8192.0 / 1.0, high_wavelen = 8192.0 / 4.0;
+    std::vector<float> factors(static_cast<size_t>(half));
+    for (int i = 0; i < half; ++i) {
+        const double freq = std::pow(double(p.rope_base), -2.0 * i / p.head_dim());
+        const double wavelen = 2 * M_PI / freq;
+        if (wavelen < high_wavelen) factors[size_t(i)] = 1.0f;
+        else if (wavelen > low_wavelen) factors[size_t(i)] = p.llama3_factor;
+        else {
+            const double smooth = (8192.0 / wavelen - 1.0) / (4.0 - 1.0);
+            factors[size_t(i)] = float(1.0 / ((1 - smooth) / p.llama3_factor + smooth));
+        }
+    }
+    return factors;
+}
+
+void write_vocabulary(GgufWriter& out, const SynthOptions& o) {
+    const SynthPreset& p = o.preset;
+    if (!o.vocab_path.empty()) {
+        const GgufFile vocab = GgufFile::open(o.vocab_path);
+        const GgufValue* tokens = vocab.find("tokenizer.ggml.tokens");
+        if (tokens == nullptr) throw Error(o.vocab_path + ": has no tokenizer (metadata 'tokenizer.ggml.tokens')");
+        if (tokens->count != uint64_t(p.n_vocab))
+            throw Error(o.vocab_path + ": its vocabulary has " + std::to_string(tokens->count) + " tokens but " + p.name +
+                        " needs " + std::to_string(p.n_vocab));
+        for (const auto& [key, value] : vocab.metadata())
+            if (key.rfind("tokenizer.", 0) == 0) out.set_value(key, value);
+        return;
+    }
+    // Placeholder SentencePiece vocabulary: <unk>, <s>, </s>, the 256 byte tokens, then fillers.
+    std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
+    std::vector<int32_t> kinds = {2, 3, 3};
+    for (int b = 0; b < 256; ++b) {
+        char name[8];
+        std::snprintf(name, sizeof name, "<0x%02X>", b);
+        tokens.push_back(name);
+        kinds.push_back(6);
+    }
+    while (int(tokens.size()) < p.n_vocab) {
+        tokens.push_back("\xe2\x96\x81tok" + std::to_string(tokens.size()));
+        kinds.push_back(1);
+    }
+    tokens.resize(size_t(p.n_vocab));
+    kinds.resize(size_t(p.n_vocab));
+    std::vector<float> scores(tokens.size());
+    for (size_t i = 0; i < scores.size(); ++i) scores[i] = -float(i);
+    out.set_string("tokenizer.ggml.model", "llama");
+    out.set_strings("tokenizer.ggml.tokens", tokens);
+    out.set_f32s("tokenizer.ggml.scores", scores);
+    out.set_i32s("tokenizer.ggml.token_type", kinds);
+    out.set_u32("tokenizer.ggml.unknown_token_id", 0);
+    out.set_u32("tokenizer.ggml.bos_token_id", 1);
+    out.set_u32("tokenizer.ggml.eos_token_id", 2);
+}
+
+bool is_norm(const std::string& name) { return name.find("norm.weight") != std::string::npos; }
+bool is_bias(const std::string& name) { return name.find(".bias") != std::string::npos; }
+
+}  // namespace
+
+const std::vector<SynthPreset>& synth_presets() { return kPresets; }
+
+std::optional<SynthPreset> find_preset(const std::string& name) {
+    for (const SynthPreset& p : kPresets)
+        if (p.name == name) return p;
+    return std::nullopt;
+}
+
+std::vector<SynthTensor> synth_tensors(const SynthPreset& p) {
+    const uint64_t e = uint64_t(p.n_embd), v = uint64_t(p.n_vocab), f = uint64_t(p.n_ff);
+    const uint64_t q = uint64_t(p.n_head * p.head_dim()), kv = uint64_t(p.n_head_kv * p.head_dim());
+    std::vector<SynthTensor> t = {{"token_embd.weight", {e, v}}, {"output_norm.weight", {e}}};
+    if (!p.tied_output) t.push_back({"output.weight", {e, v}});
+    if (p.llama3_factor > 0) t.push_back({"rope_freqs.weight", {uint64_t(p.head_dim() / 2)}});
+    for (int l = 0; l < p.n_layer; ++l) {
+        const std::string b = "blk." + std::to_string(l) + ".";
+        t.push_back({b + "attn_norm.weight", {e}});
+        t.push_back({b + "attn_q.weight", {e, q}});
+        if (p.qkv_bias) t.push_back({b + "attn_q.bias", {q}});
+        t.push_back({b + "attn_k.weight", {e, kv}});
+        if (p.qkv_bias) t.push_back({b + "attn_k.bias", {kv}});
+        t.push_back({b + "attn_v.weight", {e, kv}});
+        if (p.qkv_bias) t.push_back({b + "attn_v.bias", {kv}});
+        t.push_back({b + "attn_output.weight", {q, e}});
+        t.push_back({b + "ffn_norm.weight", {e}});
+        t.push_back({b + "ffn_gate.weight", {e, f}});
+        t.push_back({b + "ffn_up.weight", {e, f}});
+        t.push_back({b + "ffn_down.weight", {f, e}});
+    }
+    return t;
+}
+
+uint64_t synth_parameter_count(const SynthPreset& p) {
+    uint64_t n = 0;
+    for (const SynthTensor& t : synth_tensors(p)) {
+        if (t.name == "rope_freqs.weight") continue;  // a constant table, not a parameter
+        uint64_t k = 1;
+        for (const uint64_t d : t.ne) k *= d;
+        n += k;
+    }
+    return n;
+}
+
+uint64_t synth_weight_bytes(const SynthPreset& p, const QuantRecipe& recipe) {
+    const auto tensors = synth_tensors(p);
+    std::vector<std::string> names;
+    for (const SynthTensor& t : tensors) names.push_back(t.name);
+    QuantMix mix(recipe, false, p.n_head / p.n_head_kv, p.tied_output, names);
+    uint64_t bytes = 0;
+    for (const SynthTensor& t : tensors) {
+        uint64_t rows = 1;
+        for (size_t d = 1; d < t.ne.size(); ++d) rows *= t.ne[d];
+        bytes += row_bytes(mix.choose(t.name, uint32_t(t.ne.size()), t.ne[0], TensorType::F32), t.ne[0]) * rows;
+    }
+    return bytes;
+}
+
+QuantizeSummary synthesize_model(const std::string& output_path, const SynthOptions& o) {
+    const SynthPreset& p = o.preset;
+    const int threads = o.n_threads > 0 ? o.n_threads : default_thread_count();
+    const std::string a = p.arch + ".";
+    GgufWriter out(output_path);
+    out.set_string("general.architecture", p.arch);
+    out.set_string("general.name", "rill synth " + p.name + " (random weights)");
+    out.set_u32("general.file_type", o.recipe.file_type);
+    out.set_u32(a + "context_length", uint32_t(p.n_ctx));
+    out.set_u32(a + "embedding_length", uint32_t(p.n_embd));
+    out.set_u32(a + "block_count", uint32_t(p.n_layer));
+    out.set_u32(a + "feed_forward_length", uint32_t(p.n_ff));
+    out.set_u32(a + "attention.head_count", uint32_t(p.n_head));
+    out.set_u32(a + "attention.head_count_kv", uint32_t(p.n_head_kv));
+    out.set_u32(a + "rope.dimension_count", uint32_t(p.head_dim()));
+    out.set_f32(a + "rope.freq_base", p.rope_base);
+    out.set_f32(a + "attention.layer_norm_rms_epsilon", p.rms_eps);
+    out.set_u32(a + "vocab_size", uint32_t(p.n_vocab));
+    write_vocabulary(out, o);
+
+    const auto tensors = synth_tensors(p);
+    std::vector<std::string> names;
+    for (const SynthTensor& t : tensors) names.push_back(t.name);
+    QuantMix mix(o.recipe, false, p.n_head / p.n_head_kv, p.tied_output, names);
+    std::vector<TensorType> targets;
+    QuantizeProgress progress;
+    for (const SynthTensor& t : tensors) {
+        targets.push_back(mix.choose(t.name, uint32_t(t.ne.size()), t.ne[0], TensorType::F32));
+        out.add_tensor(t.name, targets.back(), t.ne);
+        uint64_t n = 1;
+        for (const uint64_t d : t.ne) n *= d;
+        progress.bytes_total += n * 4;
+    }
+    progress.tensors_total = tensors.size();
+    out.begin_data();
+
+    QuantizeSummary summary;
+    const std::vector<float> rope_factors = p.llama3_factor > 0 ? llama3_rope_factors(p) : std::vector<float>();
+    for (size_t k = 0; k < tensors.size(); ++k) {
+        const SynthTensor& t = tensors[k];
+        const size_t n = size_t(t.ne[0]);
+        const size_t rows = t.ne.size() > 1 ? size_t(t.ne[1]) : 1;
+        TypeError& stats = summary.per_type[std::string(traits(targets[k]).name)];
+        ++stats.tensors;
+        stats.elements += n * rows;
+        stats.bytes += row_bytes(targets[k], n) * rows;
+        // Matrices (embeddings included, as trained ones are) ~ uniform with standard deviation
+        // 1/sqrt(row length), so logits stay of order one even when the output reuses token_embd;
+        // norms near 1; biases small. Uniform: cheap and bounded.
+        const uint64_t tensor_seed = mix64(o.seed ^ name_hash(t.name));
+        const float scale = is_norm(t.name) ? 0.1f : is_bias(t.name) ? 0.05f : 1.0f / std::sqrt(float(n));
+        const float offset = is_norm(t.name) ? 1.0f : 0.0f;
+        const float half_width = scale * std::sqrt(3.0f);
+        const RowSource source = [&](size_t row, float* dst) {
+            if (t.name == "rope_freqs.weight") {
+                std::copy(rope_factors.begin(), rope_factors.end(), dst);
+                return;
+            }
+            const uint64_t row_seed = mix64(tensor_seed + row);
+            for (size_t i = 0; i < n; ++i) {
+                const double u = double(mix64(row_seed + i) >> 11) * 0x1.0p-53;  // [0, 1)
+                dst[i] = offset + float((2.0 * u - 1.0) * half_width);
+            }
+        };
+        const uint64_t before = progress.bytes_done;
+        write_quantized_rows(out, targets[k], n, rows, source, threads, o.cancel, stats, [&](size_t done) {
+            progress.bytes_done = before + done * n * 4;
+            if (o.on_progress) o.on_progress(progress);
+        });
+        ++progress.tensors_done;
+        if (o.on_progress) o.on_progress(progress);
+    }
+    out.finish();
+    summary.bytes_out = GgufFile::open(output_path).file_size();
+    return summary;
+}
+
+}  // namespace rill

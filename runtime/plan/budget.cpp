@@ -1,0 +1,126 @@
+#include "runtime/plan/budget.h"
+
+#include <algorithm>
+
+#include "runtime/compute/attention_batch.h"
+#include "runtime/compute/matmul.h"
+#include "runtime/session/session.h"
+
+namespace rill {
+namespace {
+
+TensorShape describe(const GgufTensor& t) {
+    return {t.name, t.type, t.ne[0], t.n_rows(), t.n_bytes};
+}
+
+}  // namespace
+
+uint64_t ModelShape::weight_bytes() const {
+    uint64_t bytes = 0;
+    for (const TensorShape& t : tensors) bytes += t.bytes;
+    return bytes;
+}
+
+uint64_t ModelShape::n_params() const {
+    uint64_t n = 0;
+    for (const TensorShape& t : tensors)
+        if (t.name != "rope_freqs.weight") n += t.row_length * t.rows;
+    return n;
+}
+
+const TensorShape* ModelShape::find(const std::string& name) const {
+    for (const TensorShape& t : tensors)
+        if (t.name == name) return &t;
+    return nullptr;
+}
+
+ModelShape shape_of(const Model& model) {
+    ModelShape shape;
+    shape.hp = model.hp;
+    for (const GgufTensor& t : model.file.tensors()) shape.tensors.push_back(describe(t));
+    shape.tied_output = !model.output || model.output.tensor == model.token_embd.tensor;
+    return shape;
+}
+
+ModelShape shape_of_preset(const SynthPreset& p, const QuantRecipe& recipe) {
+    ModelShape shape;
+    Hparams& hp = shape.hp;
+    hp.arch = p.arch;
+    hp.n_vocab = p.n_vocab;
+    hp.n_embd = p.n_embd;
+    hp.n_layer = p.n_layer;
+    hp.n_ff = p.n_ff;
+    hp.n_head = p.n_head;
+    hp.n_head_kv = p.n_head_kv;
+    hp.head_dim = p.head_dim();
+    hp.n_rot = p.head_dim();
+    hp.n_ctx_train = p.n_ctx;
+    hp.rms_eps = p.rms_eps;
+    hp.rope_freq_base = p.rope_base;
+    hp.rope_style = p.arch == "qwen2" ? RopeStyle::Neox : RopeStyle::Norm;
+
+    const std::vector<SynthTensor> tensors = synth_tensors(p);
+    std::vector<std::string> names;
+    for (const SynthTensor& t : tensors) names.push_back(t.name);
+    QuantMix mix(recipe, false, p.n_head / p.n_head_kv, p.tied_output, names);
+    for (const SynthTensor& t : tensors) {
+        uint64_t rows = 1;
+        for (size_t d = 1; d < t.ne.size(); ++d) rows *= t.ne[d];
+        const TensorType type = mix.choose(t.name, uint32_t(t.ne.size()), t.ne[0], TensorType::F32);
+        shape.tensors.push_back({t.name, type, t.ne[0], rows, row_bytes(type, t.ne[0]) * rows});
+    }
+    shape.tied_output = p.tied_output;
+    return shape;
+}
+
+uint64_t kv_bytes_per_token(const Hparams& hp, KvType kv_type) {
+    return uint64_t(2) * uint64_t(hp.n_layer) * uint64_t(hp.kv_dim()) * kv_type_bytes(kv_type);
+}
+
+DecodeBudget decode_bytes_per_token(const ModelShape& shape, int position, KvType kv_type) {
+    DecodeBudget budget;
+    for (const TensorShape& t : shape.tensors) {
+        // A step looks up one embedding row, but multiplies by the whole output matrix; when the two
+        // are tied the table is read once in full (as the output) plus the looked-up row.
+        if (t.name == "token_embd.weight") budget.weight_bytes += t.bytes / t.rows + (shape.tied_output ? t.bytes : 0);
+        else budget.weight_bytes += t.bytes;  // rope_freqs included: read for every position's angles
+    }
+    budget.kv_bytes = kv_bytes_per_token(shape.hp, kv_type) * uint64_t(std::max(0, position));
+    return budget;
+}
+
+double prompt_flops(const ModelShape& shape, int n_tokens) {
+    const Hparams& hp = shape.hp;
+    double per_token = 0;
+    for (const TensorShape& t : shape.tensors)
+        if (t.is_matrix() && t.name.rfind("blk.", 0) == 0) per_token += 2.0 * double(t.row_length) * double(t.rows);
+    // Token t attends to t + 1 positions: scores q·k and the weighted sum of values, per head.
+    const double attended = double(n_tokens) * double(n_tokens + 1) / 2;
+    const double attention = 4.0 * double(hp.head_dim) * double(hp.n_head) * double(hp.n_layer) * attended;
+    const double output = 2.0 * double(hp.n_vocab) * double(hp.n_embd);
+    return per_token * double(n_tokens) + attention + output;
+}
+
+int default_context(const Hparams& hp) { return std::min(hp.n_ctx_train, 4096); }
+
+MemoryNeeds memory_needs(const ModelShape& shape, int n_ctx, int n_batch, int n_threads, KvType kv_type) {
+    const Hparams& hp = shape.hp;
+    MemoryNeeds needs;
+    needs.weights = shape.weight_bytes();
+    needs.kv_cache = kv_bytes_per_token(hp, kv_type) * uint64_t(std::max(0, n_ctx));
+    // What Session, matmul and batch attention allocate at most (see their resize calls).
+    const uint64_t batch = uint64_t(std::max(1, std::min(n_batch, n_ctx)));
+    const uint64_t threads = uint64_t(std::max(1, n_threads)), ctx = uint64_t(std::max(1, n_ctx));
+    const uint64_t widest = uint64_t(std::max({hp.n_embd, hp.n_ff, hp.q_dim()}));
+    const uint64_t f = sizeof(float);
+    uint64_t s = batch_activation_bytes(hp, int(batch));
+    s += uint64_t(hp.n_vocab) * f;                                         // the last token's logits
+    s += threads * (ctx + uint64_t(hp.head_dim)) * f;                      // decode attention: scores, one head
+    s += threads * (2 * ctx * uint64_t(hp.head_dim) + ctx * kQueryBlock) * f;  // prompt attention per thread
+    s += threads * (uint64_t(panel_rows(int(widest))) * widest * f + kPanelBytes / 4);  // GEMM panels, a group
+    s += batch * widest * (f + 2);  // prepared activations: float rows, or int8 blocks with scales and sums
+    needs.scratch = s;
+    return needs;
+}
+
+}  // namespace rill

@@ -1,0 +1,128 @@
+#include "runtime/plan/plan.h"
+
+#include <algorithm>
+
+#include "runtime/compute/matmul.h"
+
+namespace rill {
+namespace {
+
+// Below this share of the read bandwidth the decode kernels, not memory, set the pace.
+constexpr double kBandwidthBoundShare = 0.75;
+
+// Decode multiplies one token by every matrix; the token's embedding row and the vectors (norms,
+// biases, rope factors) are plain reads.
+bool is_decode_matrix(const TensorShape& t, bool tied) {
+    return t.is_matrix() && (t.name != "token_embd.weight" || tied);
+}
+
+// A profile from an older rill may lack a type: fall back to plain streaming, or half the peak.
+double gemv_rate(const MachineProfile& p, TensorType type, int n_threads) {
+    const double rate = p.gemv_gbps(type, n_threads);
+    return (rate > 0 ? rate : p.read_bandwidth(n_threads)) * 1e9;
+}
+
+double gemm_rate(const MachineProfile& p, TensorType type, int n_threads, int cols = 2048) {
+    const double rate = p.gemm_gflops(type, n_threads, cols);
+    return (rate > 0 ? rate : 0.5 * p.peak(n_threads)) * 1e9;
+}
+
+}  // namespace
+
+DecodeEstimate predict_decode(const ModelShape& shape, const MachineProfile& profile, int n_threads, int position,
+                              KvType kv_type) {
+    DecodeEstimate e;
+    e.n_threads = n_threads;
+    e.position = position;
+    const DecodeBudget budget = decode_bytes_per_token(shape, position, kv_type);
+    e.bytes = budget.total();
+    e.bandwidth_gbps = profile.read_bandwidth(n_threads);
+    const double bandwidth = e.bandwidth_gbps * 1e9;
+    double seconds = 0;
+    uint64_t matrix_bytes = 0;
+    for (const TensorShape& t : shape.tensors) {
+        if (!is_decode_matrix(t, shape.tied_output)) continue;
+        seconds += double(t.bytes) / gemv_rate(profile, t.type, n_threads);
+        matrix_bytes += t.bytes;
+    }
+    // Attention reads every cached key and value once, but per position it also costs a dot product,
+    // a softmax term and a weighted add per query head: whichever is slower sets its time.
+    const Hparams& hp = shape.hp;
+    const double kv_read = double(budget.kv_bytes) / bandwidth;
+    const double kv_compute = double(hp.n_layer) * hp.n_head * double(position + 1) *
+                              profile.decode_attention_seconds_per_head_position(hp.head_dim, n_threads);
+    e.attention_seconds = std::max(kv_read, kv_compute);
+    seconds += double(budget.weight_bytes - matrix_bytes) / bandwidth + e.attention_seconds;
+    e.seconds = seconds;
+    e.tokens_per_second = 1.0 / seconds;
+    e.ceiling_tps = bandwidth / double(e.bytes);
+    e.bandwidth_bound = e.tokens_per_second >= kBandwidthBoundShare * e.ceiling_tps;
+    return e;
+}
+
+PrefillEstimate predict_prefill(const ModelShape& shape, const MachineProfile& profile, int n_threads, int n_tokens,
+                                int n_batch) {
+    PrefillEstimate e;
+    e.n_threads = n_threads;
+    e.n_tokens = n_tokens;
+    e.flops = prompt_flops(shape, n_tokens);
+    e.peak_gflops = profile.peak(n_threads);
+    const int batch = std::max(1, n_batch);
+    double seconds = 0;
+    for (int first = 0; first < n_tokens; first += batch) {
+        const int m = std::min(batch, n_tokens - first);
+        for (const TensorShape& t : shape.tensors) {
+            if (!t.is_matrix() || t.name.rfind("blk.", 0) != 0) continue;
+            if (m < kGemmMinTokens) {  // short batches run on the decode kernels, a pass over the weights per token
+                seconds += double(m) * double(t.bytes) / gemv_rate(profile, t.type, n_threads);
+            } else {
+                seconds += 2.0 * double(t.row_length) * double(t.rows) * m / gemm_rate(profile, t.type, n_threads, int(t.row_length));
+            }
+        }
+        // Attention's two products per head over the positions seen so far, at the measured rate of
+        // batch attention (GEMMs, softmax and the cache's conversion to float together).
+        const Hparams& hp = shape.hp;
+        const double attended = double(m) * (double(first) + double(m + 1) / 2);
+        const double measured = profile.prompt_attention_gflops_at(hp.head_dim, n_threads) * 1e9;
+        const double rate = measured > 0 ? measured : gemm_rate(profile, TensorType::F32, n_threads, hp.head_dim);
+        seconds += 4.0 * hp.head_dim * hp.n_head * hp.n_layer * attended / rate;
+    }
+    // Logits for the last token only: one pass over the output matrix.
+    for (const TensorShape& t : shape.tensors)
+        if (t.name == "output.weight" || (shape.tied_output && t.name == "token_embd.weight"))
+            seconds += double(t.bytes) / gemv_rate(profile, t.type, n_threads);
+    e.seconds = seconds;
+    e.tokens_per_second = n_tokens / seconds;
+    e.achieved_gflops = e.flops / seconds / 1e9;
+    return e;
+}
+
+namespace {
+
+// The estimate with the most tokens/s over the profile's thread counts, ascending; a larger count
+// must beat the best so far by 2% to win (plan.h).
+template <class Predict>
+auto fastest(const MachineProfile& profile, Predict&& predict) {
+    decltype(predict(1)) best{};
+    for (const int t : profile.thread_counts) {
+        const auto e = predict(t);
+        if (best.tokens_per_second == 0 || e.tokens_per_second > 1.02 * best.tokens_per_second) best = e;
+    }
+    return best;
+}
+
+}  // namespace
+
+DecodeEstimate best_decode(const ModelShape& shape, const MachineProfile& profile, int position, KvType kv_type) {
+    return fastest(profile, [&](int t) { return predict_decode(shape, profile, t, position, kv_type); });
+}
+
+PrefillEstimate best_prefill(const ModelShape& shape, const MachineProfile& profile, int n_tokens, int n_batch) {
+    return fastest(profile, [&](int t) { return predict_prefill(shape, profile, t, n_tokens, n_batch); });
+}
+
+ThreadPlan plan_threads(const ModelShape& shape, const MachineProfile& profile) {
+    return {best_decode(shape, profile, 0).n_threads, best_prefill(shape, profile, 512).n_threads};
+}
+
+}  // namespace rill

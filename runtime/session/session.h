@@ -1,0 +1,100 @@
+// An inference session: a model, its KV cache and scratch, and the position reached.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "runtime/compute/attention_batch.h"
+#include "runtime/compute/attention_decode.h"
+#include "runtime/compute/kv_cache.h"
+#include "runtime/model/model.h"
+#include "runtime/compute/matmul.h"
+#include "runtime/compute/ops.h"
+
+namespace rill {
+
+struct SessionOptions {
+    int n_ctx = 0;      // 0: the model's training context, at most 4096
+    int n_threads = 0;        // decode steps; 0: every core
+    int n_threads_batch = 0;  // prompt batches (more than one token of one sequence); 0: as n_threads
+    KvType kv_type = KvType::F16;
+    int n_batch = 512;  // prompt tokens evaluated per forward pass; longer prompts run in chunks
+    std::optional<simd::KernelPath> kernels = std::nullopt;  // unset: simd::default_kernel_path()
+    GemmBackend gemm = GemmBackend::Auto;  // for prompt batches; Auto chooses per weight type and batch
+};
+
+int default_thread_count();
+
+// Activation buffers a micro-batch of n_batch tokens needs (ensure_batch below), in bytes; with
+// gemm_scratch_bytes and the KV cache this is all a prompt adds to the weights.
+size_t batch_activation_bytes(const Hparams& hp, int n_batch);
+
+class Session {
+public:
+    Session(const Model& model, const SessionOptions& options);
+
+    // Runs the tokens through the model at the current position and appends them to the KV cache.
+    // Returns the logits of the last token, or of every token (n_tokens rows of n_vocab) if all_logits.
+    std::span<const float> eval(std::span<const int32_t> tokens, bool all_logits = false);
+
+    // Evaluates one token for each session in a single pass over the weights, so a server decoding
+    // several streams reads every weight once per step instead of once per stream. Each session
+    // advances by one position. The sessions must share a model and be distinct; the pass runs on
+    // the first one's threads and scratch. Row i of the result is session i's logits. Every row equals
+    // what eval() would give that session alone, bit for bit: the rows take the decode kernels, whose
+    // arithmetic per token does not depend on the batch.
+    static std::span<const float> eval_together(std::span<Session* const> sessions, std::span<const int32_t> tokens);
+
+    // A sentence embedding: the final hidden states (after the output norm) of the tokens, averaged
+    // and scaled to unit length. Evaluates from position 0 and leaves the session reset.
+    std::vector<float> embed(std::span<const int32_t> tokens);
+
+    // The position, the keys and values before it and the last logits, as bytes that load_state()
+    // takes back into a session of the same model, KV type and at least that context.
+    std::vector<uint8_t> save_state() const;
+    void load_state(std::span<const uint8_t> state);  // throws rill::Error naming the mismatch
+    // The logits of the last token evaluated (empty before the first eval).
+    std::span<const float> last_logits() const;
+
+    void reset() { pos_ = 0; }
+    // Forgets every position from n on, keeping the keys and values before it for reuse.
+    void truncate(int n) { pos_ = std::max(0, std::min(pos_, n)); }
+    int position() const { return pos_; }
+    int n_ctx() const { return n_ctx_; }
+    int n_threads() const { return n_threads_; }
+    int n_threads_batch() const { return n_threads_batch_; }
+    simd::KernelPath kernel_path() const { return scratch_.path; }
+    GemmBackend gemm_backend() const { return scratch_.gemm; }
+    const Model& model() const { return model_; }
+    const KvCache& kv_cache() const { return kv_; }
+
+private:
+    // Where a row of a batch goes: the cache that keeps its keys and values, and its position there.
+    // Runs the layers over the rows; x_ holds their final hidden states afterwards. `one_sequence`:
+    // the rows are consecutive positions of this session, which lets a long chunk use the GEMMs.
+    void forward_layers(std::span<const int32_t> tokens, std::span<const KvPlace> places, bool one_sequence);
+    // Output norm and the vocabulary projection of rows [first, n) into out.
+    void project_logits(int first, int n, float* out);
+    void forward_chunk(std::span<const int32_t> tokens, bool all_logits, float* logits_out);
+    void attention(int layer, int n_tokens, std::span<const KvPlace> places, bool one_sequence);
+    void ensure_batch(int n_tokens);
+
+    const Model& model_;
+    int n_ctx_, n_threads_, n_threads_batch_, n_batch_;
+    int pos_ = 0;
+    KvCache kv_;
+    MatmulScratch scratch_;
+    AttentionScratch attention_scratch_;
+    // Activations for a chunk of tokens, [tokens][features].
+    int capacity_ = 0;
+    std::vector<float> x_, xn_, q_, k_, v_, attn_, gate_, up_, rope_;
+    DecodeAttentionScratch decode_attention_;
+    std::vector<float> logits_;
+    std::vector<float> together_logits_;  // eval_together's rows, when this session leads the batch
+    std::vector<KvPlace> places_;
+    bool has_logits_ = false;
+};
+
+}  // namespace rill
