@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "runtime/base/error.h"
+#include "runtime/text/jinja/py_str.h"
 #include "runtime/text/jinja/value.h"
 
 namespace rill::jinja {
