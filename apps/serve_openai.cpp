@@ -34,6 +34,14 @@ void read_number(const json& body, const char* key, T& out, double lo, double hi
     }
 }
 
+// An optional true or false; absent or null keeps `otherwise`.
+bool read_bool(const json& body, const char* key, bool otherwise) {
+    const auto it = body.find(key);
+    if (it == body.end() || it->is_null()) return otherwise;
+    if (!it->is_boolean()) throw bad_field(key, std::string("'") + key + "' must be true or false");
+    return it->get<bool>();
+}
+
 // Sampling, length and stop settings common to both generation endpoints.
 GenerationRequest common_settings(const json& body, const ServedModel& served) {
     GenerationRequest r;
@@ -69,14 +77,8 @@ GenerationRequest common_settings(const json& body, const ServedModel& served) {
         }
     }
     // llama-server's extension, for benchmarks that need a fixed number of tokens.
-    if (const auto it = body.find("ignore_eos"); it != body.end() && !it->is_null()) {
-        if (!it->is_boolean()) throw bad_field("ignore_eos", "'ignore_eos' must be true or false");
-        r.settings.ignore_eos = it->get<bool>();
-    }
-    if (const auto it = body.find("stream"); it != body.end() && !it->is_null()) {
-        if (!it->is_boolean()) throw bad_field("stream", "'stream' must be true or false");
-        r.stream = it->get<bool>();
-    }
+    r.settings.ignore_eos = read_bool(body, "ignore_eos", r.settings.ignore_eos);
+    r.stream = read_bool(body, "stream", r.stream);
     (void)served;
     return r;
 }
@@ -171,10 +173,7 @@ GenerationRequest parse_completion_request(const json& body, const ServedModel& 
     if (it != body.end() && it->is_string()) prompt = it->get<std::string>();
     else if (it != body.end() && it->is_array() && it->size() == 1 && (*it)[0].is_string()) prompt = (*it)[0].get<std::string>();
     else throw bad_field("prompt", "'prompt' must be a string (or an array of one string)");
-    if (const auto echo = body.find("echo"); echo != body.end() && !echo->is_null()) {
-        if (!echo->is_boolean()) throw bad_field("echo", "'echo' must be true or false");
-        if (echo->get<bool>()) throw bad_field("echo", "'echo' is not supported");
-    }
+    if (read_bool(body, "echo", false)) throw bad_field("echo", "'echo' is not supported");
     GenerationRequest r = common_settings(body, served);
     r.prompt = tokenize(served.vocab, prompt, {.add_special = true, .parse_special = false});
     fit_prompt(r, served, "prompt");
@@ -184,10 +183,9 @@ GenerationRequest parse_completion_request(const json& body, const ServedModel& 
 std::vector<std::vector<int32_t>> parse_embedding_inputs(const json& body, const ServedModel& served, bool& base64) {
     if (!body.is_object()) throw bad_field("", "the request body must be a JSON object");
     check_model(body, served);
-    const auto given_format = body.find("encoding_format");
-    const bool named = given_format != body.end() && !given_format->is_null();
-    if (named && !given_format->is_string()) throw bad_field("encoding_format", "'encoding_format' must be \"float\" or \"base64\"");
-    const std::string format = named ? given_format->get<std::string>() : "float";
+    std::string format = "float";
+    if (const auto it = body.find("encoding_format"); it != body.end() && !it->is_null())
+        format = it->is_string() ? it->get<std::string>() : "";  // json::value() would throw on another type
     if (format != "float" && format != "base64") throw bad_field("encoding_format", "'encoding_format' must be \"float\" or \"base64\"");
     base64 = format == "base64";
     const auto it = body.find("input");
