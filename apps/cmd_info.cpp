@@ -77,7 +77,7 @@ int info(const InfoFlags& f) {
                     "\"n_layer\":%d,\"n_ff\":%d,\"n_head\":%d,\"n_head_kv\":%d,\"head_dim\":%d,\"n_rot\":%d,"
                     "\"rope\":\"%s\",\"rope_freq_base\":%g,\"n_ctx_train\":%d,\"rms_eps\":%g,\"tensor_types\":{",
                     json_escape(model->file.name()).c_str(), model->file.version(), json_escape(hp.arch).c_str(), hp.n_vocab, hp.n_embd,
-                    hp.n_layer, hp.n_ff, hp.n_head, hp.n_head_kv, hp.head_dim, hp.n_rot, rope, hp.rope_freq_base,
+                    hp.n_layer, hp.n_ff, hp.n_head, hp.n_head_kv, hp.head_dim, hp.n_rot, rope, hp.rope.freq_base,
                     hp.n_ctx_train, hp.rms_eps);
         bool first = true;
         for (const auto& [name, use] : histogram) {
@@ -99,7 +99,7 @@ int info(const InfoFlags& f) {
     std::printf("layers        %d\n", hp.n_layer);
     std::printf("feed-forward  %d\n", hp.n_ff);
     std::printf("heads         %d query, %d key/value (head size %d)\n", hp.n_head, hp.n_head_kv, hp.head_dim);
-    std::printf("rope          %s, %d dims, base %g%s\n", rope, hp.n_rot, hp.rope_freq_base,
+    std::printf("rope          %s, %d dims, base %g%s\n", rope, hp.n_rot, hp.rope.freq_base,
                 model->rope_freqs ? ", with rope_freqs" : "");
     std::printf("context       %d tokens (training)\n", hp.n_ctx_train);
     std::printf("rms epsilon   %g\n", hp.rms_eps);

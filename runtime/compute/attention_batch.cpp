@@ -14,11 +14,11 @@ namespace rill {
 
 namespace {
 
-// One head's keys as rows and values as columns, positions [0, n_pos), widened to float32.
-void load_head(const KvCache& kv, int layer, int kv_head, int head_dim, int n_pos, float* keys, float* values_t) {
+// One head's keys as rows and values as columns, positions [oldest, oldest + n_pos), widened to float32.
+void load_head(const KvCache& kv, int layer, int kv_head, int head_dim, int oldest, int n_pos, float* keys, float* values_t) {
     const size_t offset = size_t(kv_head) * size_t(head_dim);
     for (int p = 0; p < n_pos; ++p) {
-        const size_t at = kv.offset(layer, p) + offset;
+        const size_t at = kv.offset(layer, oldest + p) + offset;
         float* key = keys + size_t(p) * size_t(head_dim);
         if (kv.type == KvType::F16) {
             simd::f16_to_f32_row(&kv.k16[at], key, size_t(head_dim));
@@ -39,8 +39,8 @@ void gemm(GemmBackend backend, OnednnGemm* onednn, int thread, const GemmShape& 
 
 void batch_attention(const Hparams& hp, const KvCache& kv, int layer, int pos0, int n_tokens, const float* q, float* out,
                      GemmBackend backend, OnednnGemm* onednn, int n_threads, AttentionScratch& s) {
-    const int D = hp.head_dim, group = hp.n_head / hp.n_head_kv, row = hp.n_head * D;
-    const float scale = 1.0f / std::sqrt(float(D));
+    const int D = hp.head_dim, group = hp.n_head / hp.n_head_kv, row = hp.n_head * D, window = hp.window(layer);
+    const float scale = hp.kq_scale();
     const int n_blocks = (n_tokens + kQueryBlock - 1) / kQueryBlock;
     const int n_tasks = hp.n_head_kv * n_blocks;
     const size_t widest = size_t(pos0 + n_tokens);
@@ -61,21 +61,26 @@ void batch_attention(const Hparams& hp, const KvCache& kv, int layer, int pos0, 
         for (int task = 0; task < n_tasks; ++task) {
             const int kv_head = task / n_blocks, first = (task % n_blocks) * kQueryBlock;
             const int m = std::min(kQueryBlock, n_tokens - first);
-            const int n_pos = pos0 + first + m;  // the block's last token sees this many positions
+            // The block sees positions [oldest, its last token's]: from 0, or from its first token's window.
+            const int oldest = window > 0 ? std::max(0, pos0 + first - window + 1) : 0;
+            const int n_pos = pos0 + first + m - oldest;
             float* keys = s.keys[size_t(me)].data();
             float* values_t = s.values_t[size_t(me)].data();
             float* scores = s.scores[size_t(me)].data();
-            load_head(kv, layer, kv_head, D, n_pos, keys, values_t);
+            load_head(kv, layer, kv_head, D, oldest, n_pos, keys, values_t);
             try {
                 for (int h = kv_head * group; h < (kv_head + 1) * group; ++h) {
                     const float* q_block = q + size_t(first) * size_t(row) + size_t(h) * size_t(D);
                     gemm(backend, onednn, me, GemmShape{.m = m, .n = n_pos, .k = D, .ldc = n_pos, .lda = row, .ldb = D}, q_block, keys, scores);
                     for (int i = 0; i < m; ++i) {
                         float* r = scores + size_t(i) * size_t(n_pos);
-                        const int seen = pos0 + first + i + 1;  // causal: its own position and every earlier one
-                        for (int p = 0; p < seen; ++p) r[p] *= scale;
-                        softmax(r, seen);
-                        std::fill(r + seen, r + n_pos, 0.0f);
+                        // Causal: its own position and earlier ones; in a window, only its last `window`.
+                        const int end = pos0 + first + i + 1 - oldest;
+                        const int begin = window > 0 ? std::max(0, end - window) : 0;
+                        for (int p = begin; p < end; ++p) r[p] *= scale;
+                        softmax(r + begin, end - begin);
+                        std::fill(r, r + begin, 0.0f);
+                        std::fill(r + end, r + n_pos, 0.0f);
                     }
                     float* out_block = out + size_t(first) * size_t(row) + size_t(h) * size_t(D);
                     gemm(backend, onednn, me, GemmShape{.m = m, .n = D, .k = n_pos, .ldc = row, .lda = n_pos, .ldb = n_pos}, scores,

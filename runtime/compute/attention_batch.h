@@ -20,7 +20,8 @@ struct AttentionScratch {
     std::vector<std::vector<float>> keys, values_t, scores;
 };
 
-// out[t][h] = softmax(q[t][h] · keys[0 .. pos0 + t] / sqrt(head_dim)) · values, for the n_tokens
+// out[t][h] = softmax(q[t][h] · keys[0 .. pos0 + t] · kq_scale) · values (a sliding layer: only the
+// last window of those keys), for the n_tokens
 // tokens at positions pos0 .. pos0 + n_tokens - 1 whose keys and values are already in the cache.
 // q and out are [token][n_head][head_dim]. Each (head, block) is one thread's, so results do not
 // depend on the thread count.

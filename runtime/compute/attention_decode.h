@@ -25,8 +25,8 @@ struct DecodeAttentionScratch {
     DecodeAttentionScratch(int n_threads, int n_ctx, int head_dim);
 };
 
-// out[t][h] = softmax(q[t][h] · keys / sqrt(head_dim)) · values over positions 0 .. places[t].pos of
-// layer `layer`; q and out are [token][n_head][head_dim]. Each (token, head) is one thread's, so
+// out[t][h] = softmax(q[t][h] · keys · kq_scale) · values over the positions token t sees in layer
+// `layer` (0 .. places[t].pos, or its last window of them); q and out are [token][n_head][head_dim]. Each (token, head) is one thread's, so
 // results do not depend on the thread count. Every cache has the same KV type.
 void decode_attention(const Hparams& hp, int layer, std::span<const KvPlace> places, const float* q, float* out,
                       simd::KernelPath path, int n_threads, DecodeAttentionScratch& scratch);

@@ -1,5 +1,6 @@
 #include "runtime/compute/kv_cache.h"
 
+#include <algorithm>
 #include <array>
 
 #include "runtime/base/error.h"
@@ -33,9 +34,16 @@ KvType parse_kv_type(std::string_view name) {
 
 size_t kv_type_bytes(KvType type) { return type == KvType::F16 ? 2 : 4; }
 
-KvCache::KvCache(KvType type_, int n_layer_, int n_ctx_, int kv_dim_)
-    : type(type_), n_layer(n_layer_), n_ctx(n_ctx_), kv_dim(kv_dim_) {
-    const size_t n = size_t(n_layer) * n_ctx * kv_dim;
+KvCache::KvCache(KvType type_, int n_layer_, int n_ctx_, int kv_dim_, std::vector<int> layer_capacity)
+    : type(type_), n_layer(n_layer_), n_ctx(n_ctx_), kv_dim(kv_dim_), capacity(std::move(layer_capacity)) {
+    if (capacity.empty()) capacity.assign(size_t(n_layer), n_ctx);
+    size_t slots = 0;
+    for (int& c : capacity) {
+        c = std::max(1, std::min(c, n_ctx));
+        first.push_back(slots);
+        slots += size_t(c);
+    }
+    const size_t n = slots * size_t(kv_dim);
     if (type == KvType::F16) {
         k16.resize(n);
         v16.resize(n);
@@ -70,6 +78,10 @@ void KvCache::load_value(int layer, int pos, int head_offset, int n, float* out)
     else std::copy(&v32[o], &v32[o] + n, out);
 }
 
-uint64_t KvCache::bytes() const { return uint64_t(2) * n_layer * n_ctx * kv_dim * kv_type_bytes(type); }
+uint64_t KvCache::bytes() const {
+    uint64_t slots = 0;
+    for (const int c : capacity) slots += uint64_t(c);
+    return uint64_t(2) * slots * uint64_t(kv_dim) * kv_type_bytes(type);
+}
 
 }  // namespace rill

@@ -1,5 +1,6 @@
 #include "runtime/compute/ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -24,13 +25,33 @@ void add_bias(const Weight& bias, float* rows, int n_tokens, int n) {
         for (int i = 0; i < n; ++i) rows[size_t(t) * n + i] += b[i];
 }
 
-void rope_angles(const Hparams& hp, const Weight& freq_factors, int pos, float* cos_sin) {
+void rmsnorm_groups(float* x, const Weight& gain, int n_groups, int width, float eps) {
+    for (int g = 0; g < n_groups; ++g) rmsnorm(x + size_t(g) * width, gain, x + size_t(g) * width, width, eps);
+}
+
+void rope_angles(const RopeParams& r, int n_rot, const Weight& freq_factors, int pos, float* cos_sin) {
     const float* factors = freq_factors ? reinterpret_cast<const float*>(freq_factors.tensor->data) : nullptr;
-    for (int i = 0; i < hp.n_rot / 2; ++i) {
-        double angle = double(pos) * hp.rope_freq_scale * std::pow(double(hp.rope_freq_base), -2.0 * i / hp.n_rot);
-        if (factors) angle /= factors[i];
-        cos_sin[2 * i] = float(std::cos(angle));
-        cos_sin[2 * i + 1] = float(std::sin(angle));
+    // ggml_rope_yarn_corr_dims: the pairs between these turn fewer than beta_fast and more than
+    // beta_slow times over the original context, and blend the two angles.
+    float lo = 0, hi = 0;
+    if (r.ext_factor != 0) {
+        const auto corr = [&](float beta) {
+            return float(n_rot) * std::log(float(r.n_ctx_orig) / (beta * 2.0f * float(M_PI))) / (2.0f * std::log(r.freq_base));
+        };
+        lo = std::max(0.0f, std::floor(corr(r.beta_fast)));
+        hi = std::min(float(n_rot - 1), std::ceil(corr(r.beta_slow)));
+    }
+    for (int i = 0; i < n_rot / 2; ++i) {
+        double extrap = double(pos) * std::pow(double(r.freq_base), -2.0 * i / n_rot);
+        if (factors) extrap /= factors[i];
+        double angle = extrap * r.freq_scale;
+        if (r.ext_factor != 0) {
+            const double y = (double(i) - lo) / std::max(0.001, double(hi - lo));
+            const double mix = (1.0 - std::min(1.0, std::max(0.0, y))) * r.ext_factor;
+            angle = angle * (1.0 - mix) + extrap * mix;
+        }
+        cos_sin[2 * i] = float(std::cos(angle)) * r.attn_factor;
+        cos_sin[2 * i + 1] = float(std::sin(angle)) * r.attn_factor;
     }
 }
 
@@ -63,6 +84,18 @@ void softmax(float* x, int n) {
 
 void swiglu(float* gate, const float* up, size_t n) {
     for (size_t i = 0; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+void geglu(float* gate, const float* up, size_t n) {
+    const float k = std::sqrt(2.0f / float(M_PI));
+    for (size_t i = 0; i < n; ++i) {
+        const float x = gate[i];
+        gate[i] = 0.5f * x * (1.0f + std::tanh(k * (x + 0.044715f * x * x * x))) * up[i];
+    }
+}
+
+void softcap(float* x, size_t n, float cap) {
+    for (size_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] / cap);
 }
 
 }  // namespace rill

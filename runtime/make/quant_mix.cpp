@@ -106,6 +106,10 @@ TensorType QuantMix::choose(const std::string& name, uint32_t n_dims, uint64_t r
         else if ((r == "IQ4_NL" || r == "IQ4_XS") && i < n / 8) type = T::Q5_K;
         else if (r == "Q5_K_M" && use_more_bits(i, n)) type = T::Q6_K;
         else if (r == "Q4_K_S" && i < n / 8) type = T::Q5_K;
+    } else if (name.find("attn_qkv.weight") != std::string::npos) {  // fused Q|K|V (phi3)
+        if (r == "Q3_K_M" || r == "Q3_K_L") type = T::Q4_K;
+        else if (r == "Q4_K_M") type = T::Q5_K;
+        else if (r == "Q5_K_M") type = T::Q6_K;
     } else if (name.find("attn_output.weight") != std::string::npos) {
         if (r == "Q2_K") type = T::Q3_K;
         else if (r == "Q3_K_M") type = T::Q4_K;

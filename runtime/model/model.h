@@ -5,30 +5,9 @@
 #include <vector>
 
 #include "runtime/format/gguf.h"
+#include "runtime/model/architecture.h"
 
 namespace rill {
-
-enum class RopeStyle { Norm, Neox };  // Norm rotates pairs (2i, 2i+1); Neox rotates (i, i + n_rot/2)
-
-struct Hparams {
-    std::string arch;
-    int n_vocab = 0;
-    int n_embd = 0;
-    int n_layer = 0;
-    int n_ff = 0;
-    int n_head = 0;
-    int n_head_kv = 0;
-    int head_dim = 0;
-    int n_rot = 0;  // leading dimensions of each head that RoPE rotates
-    int n_ctx_train = 0;
-    float rms_eps = 1e-5f;
-    float rope_freq_base = 10000.0f;
-    float rope_freq_scale = 1.0f;  // linear RoPE scaling: positions are multiplied by this
-    RopeStyle rope_style = RopeStyle::Norm;
-
-    int q_dim() const { return n_head * head_dim; }
-    int kv_dim() const { return n_head_kv * head_dim; }
-};
 
 // A weight matrix or vector: a view into the model file. Rows are ne[1], row length is ne[0].
 struct Weight {
@@ -43,10 +22,19 @@ struct Weight {
     const uint8_t* row(int r) const { return tensor->data + size_t(r) * tensor->row_bytes(); }
 };
 
+// One block's tensors; which are present is what the family's description and the file say.
 struct LayerWeights {
-    Weight attn_norm, wq, wk, wv, wo;
-    Weight bq, bk, bv;  // qwen2 only
-    Weight ffn_norm, ffn_gate, ffn_up, ffn_down;
+    Weight attn_norm;                   // absent where the family has no pre-norms (olmo2)
+    Weight wq, wk, wv;                  // absent when wqkv holds them
+    Weight wqkv;                        // fused rows: Q | K | V (phi3)
+    Weight bq, bk, bv, bqkv, bo;        // optional biases
+    Weight q_norm, k_norm;              // RMSNorm gains over each head or the whole projection
+    Weight wo;
+    Weight attn_post_norm, ffn_post_norm;  // gemma3, olmo2
+    Weight ffn_norm;
+    Weight ffn_gate;                    // absent when ffn_up holds gate | up (phi3)
+    Weight ffn_up, ffn_down;
+    Weight b_gate, b_up, b_down;        // optional biases
 };
 
 struct Model {
@@ -56,12 +44,11 @@ struct Model {
     Weight output_norm;
     Weight output;      // token_embd when the file ties them
     Weight rope_freqs;  // Llama 3.1+ per-frequency divisors, optional
+    Weight rope_factors_long, rope_factors_short;  // LongRoPE divisors (phi3): long past the original context
     std::vector<LayerWeights> layers;
 
     uint64_t weight_bytes() const;
 };
-
-std::vector<std::string> supported_architectures();
 
 // Loads and validates; the model owns the file's bytes.
 std::unique_ptr<Model> load_model(const std::string& path, const LoadOptions& options = {});

@@ -56,8 +56,10 @@ ModelShape shape_of_preset(const SynthPreset& p, const QuantRecipe& recipe) {
     hp.n_rot = p.head_dim();
     hp.n_ctx_train = p.n_ctx;
     hp.rms_eps = p.rms_eps;
-    hp.rope_freq_base = p.rope_base;
-    hp.rope_style = p.arch == "qwen2" ? RopeStyle::Neox : RopeStyle::Norm;
+    hp.family = find_architecture(p.arch);
+    hp.rope.freq_base = p.rope_base;
+    hp.rope_style = hp.family->rope_style;
+    set_layer_pattern(hp, 0);
 
     const std::vector<SynthTensor> tensors = synth_tensors(p);
     std::vector<std::string> names;

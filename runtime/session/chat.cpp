@@ -98,7 +98,7 @@ ChatReply Chat::send(const std::string& user, const std::function<void(std::stri
     size_t common = 0;
     while (common < cached_.size() && common < prompt.size() && cached_[common] == prompt[common]) ++common;
     common = std::min(common, prompt.size() - 1);
-    session_.truncate(int(common));
+    common = size_t(session_.truncate(int(common)));
     cached_.assign(prompt.begin(), prompt.begin() + long(common));
     reply.reused_tokens = int(common);
 

@@ -45,7 +45,16 @@ Session::Session(const Model& model, const SessionOptions& options)
         throw Error("thread count " + std::to_string(std::max(n_threads_, n_threads_batch_)) + " is too large");
     const int most_threads = std::max(n_threads_, n_threads_batch_);
     const Hparams& hp = model.hp;
-    kv_ = KvCache(options.kv_type, hp.n_layer, n_ctx_, hp.kv_dim());
+    // A sliding layer's ring holds its window plus one prompt chunk: a chunk stores all its keys
+    // before attending, and its first token still needs the window before it.
+    std::vector<int> capacity(size_t(hp.n_layer), n_ctx_);
+    for (int l = 0; l < hp.n_layer; ++l)
+        if (hp.sliding(l)) capacity[size_t(l)] = std::min(n_ctx_, hp.n_swa + n_batch_);
+    kv_ = KvCache(options.kv_type, hp.n_layer, n_ctx_, hp.kv_dim(), std::move(capacity));
+    // LongRoPE: llama.cpp picks the long factors when the context exceeds the original one.
+    rope_factors_ = model.rope_freqs ? model.rope_freqs
+                    : n_ctx_ > hp.rope.n_ctx_orig ? model.rope_factors_long
+                                                  : model.rope_factors_short;
     const int widest = std::max({hp.n_embd, hp.n_ff, hp.q_dim()});
     scratch_ = MatmulScratch(choose_kernel_path(options.kernels), most_threads, size_t(widest),
                              options.gemm);
@@ -53,8 +62,9 @@ Session::Session(const Model& model, const SessionOptions& options)
 }
 
 size_t batch_activation_bytes(const Hparams& hp, int n_batch) {
+    const size_t fused = hp.family && hp.family->fused_qkv ? size_t(hp.q_dim()) + 2 * size_t(hp.kv_dim()) : 0;
     const size_t per_token = 2 * size_t(hp.n_embd) + 2 * size_t(hp.q_dim()) + 2 * size_t(hp.kv_dim()) + 2 * size_t(hp.n_ff) +
-                             size_t(hp.n_rot);
+                             2 * size_t(hp.n_rot) + std::max(fused, hp.family && hp.family->fused_gate_up ? 2 * size_t(hp.n_ff) : 0);
     return per_token * size_t(n_batch) * sizeof(float);
 }
 
@@ -71,6 +81,9 @@ void Session::ensure_batch(int n) {
     gate_.resize(t * hp.n_ff);
     up_.resize(t * hp.n_ff);
     rope_.resize(t * hp.n_rot);
+    rope_local_.resize(hp.any_sliding() ? t * hp.n_rot : 0);
+    const Architecture& a = *hp.family;
+    fused_.resize(std::max(a.fused_qkv ? t * size_t(hp.q_dim() + 2 * hp.kv_dim()) : 0, a.fused_gate_up ? t * 2 * hp.n_ff : 0));
     capacity_ = n;
 }
 
@@ -100,6 +113,7 @@ void Session::forward_chunk(std::span<const int32_t> tokens, bool all_logits, fl
     for (int t = 0; t < n; ++t) places_[size_t(t)] = {&kv_, pos_ + t};
     forward_layers(tokens, places_, true);
     pos_ += n;
+    high_water_ = std::max(high_water_, pos_);
     if (logits_out == nullptr) return;
     project_logits(all_logits ? 0 : n - 1, n, logits_out);
     has_logits_ = true;
@@ -107,8 +121,9 @@ void Session::forward_chunk(std::span<const int32_t> tokens, bool all_logits, fl
 
 void Session::forward_layers(std::span<const int32_t> tokens, std::span<const KvPlace> places, bool one_sequence) {
     const Hparams& hp = model_.hp;
+    const Architecture& arch = *hp.family;
     const int n = int(tokens.size());
-    const int E = hp.n_embd, Q = hp.q_dim(), KV = hp.kv_dim(), F = hp.n_ff;
+    const int E = hp.n_embd, Q = hp.q_dim(), KV = hp.kv_dim(), F = hp.n_ff, D = hp.head_dim;
     ensure_batch(n);
     // Rows of different sequences stay on the decode kernels, whose per-row arithmetic does not
     // depend on the batch: a stream's text must not change with who else is being served.
@@ -121,35 +136,90 @@ void Session::forward_layers(std::span<const int32_t> tokens, std::span<const Kv
     // A prompt is compute-bound and wants every core; a decode step (or several streams' steps) is
     // bandwidth-bound and may saturate memory with fewer.
     scratch_.n_threads = one_sequence && n > 1 ? n_threads_batch_ : n_threads_;
-    for (int t = 0; t < n; ++t) weight_row(model_.token_embd, tokens[size_t(t)], &x_[size_t(t) * E]);
-    for (int t = 0; t < n; ++t) rope_angles(hp, model_.rope_freqs, places[size_t(t)].pos, &rope_[size_t(t) * hp.n_rot]);
+    const auto row = [](std::vector<float>& v, int t, int width) { return &v[size_t(t) * size_t(width)]; };
+    for (int t = 0; t < n; ++t) {
+        weight_row(model_.token_embd, tokens[size_t(t)], row(x_, t, E));
+        if (hp.embedding_scale != 1.0f)
+            for (int i = 0; i < E; ++i) row(x_, t, E)[i] *= hp.embedding_scale;
+    }
+    for (int t = 0; t < n; ++t) {
+        rope_angles(hp.rope, hp.n_rot, rope_factors_, places[size_t(t)].pos, row(rope_, t, hp.n_rot));
+        if (!rope_local_.empty()) rope_angles(hp.rope_local, hp.n_rot, Weight{}, places[size_t(t)].pos, row(rope_local_, t, hp.n_rot));
+    }
+    // x += scale · out, where out is a block's output after its post-norm (if the family has one).
+    const auto add_residual = [&](const Weight& post_norm) {
+        for (int t = 0; t < n; ++t) {
+            float* out = row(xn_, t, E);
+            if (post_norm) rmsnorm(out, post_norm, out, E, hp.rms_eps);
+            float* x = row(x_, t, E);
+            for (int i = 0; i < E; ++i) x[i] += hp.residual_scale * out[i];
+        }
+    };
+    // xn = the block's input: x normalised, or x itself where the family has no pre-norms.
+    const auto block_input = [&](const Weight& norm) {
+        for (int t = 0; t < n; ++t)
+            if (norm) rmsnorm(row(x_, t, E), norm, row(xn_, t, E), E, hp.rms_eps);
+            else std::copy_n(row(x_, t, E), E, row(xn_, t, E));
+    };
 
     for (int l = 0; l < hp.n_layer; ++l) {
         const LayerWeights& L = model_.layers[size_t(l)];
-        // Attention block: x += Wo · attention(rope(Wq·xn), rope(Wk·xn), Wv·xn)
-        for (int t = 0; t < n; ++t) rmsnorm(&x_[size_t(t) * E], L.attn_norm, &xn_[size_t(t) * E], E, hp.rms_eps);
-        const MatmulOutput qkv[] = {{L.wq, q_.data()}, {L.wk, k_.data()}, {L.wv, v_.data()}};
-        matmul(qkv, xn_.data(), n, scratch_);
+        // Attention block: x += Wo · attention(rope(norm(Wq·xn)), rope(norm(Wk·xn)), Wv·xn)
+        block_input(L.attn_norm);
+        if (L.wqkv) {
+            matmul(L.wqkv, xn_.data(), fused_.data(), n, scratch_);
+            add_bias(L.bqkv, fused_.data(), n, Q + 2 * KV);
+            for (int t = 0; t < n; ++t) {
+                const float* qkv = row(fused_, t, Q + 2 * KV);
+                std::copy_n(qkv, Q, row(q_, t, Q));
+                std::copy_n(qkv + Q, KV, row(k_, t, KV));
+                std::copy_n(qkv + Q + KV, KV, row(v_, t, KV));
+            }
+        } else {
+            const MatmulOutput qkv[] = {{L.wq, q_.data()}, {L.wk, k_.data()}, {L.wv, v_.data()}};
+            matmul(qkv, xn_.data(), n, scratch_);
+        }
         add_bias(L.bq, q_.data(), n, Q);
         add_bias(L.bk, k_.data(), n, KV);
         add_bias(L.bv, v_.data(), n, KV);
+        const bool per_head = arch.qk_norm == QkNorm::PerHead;
+        const bool local = hp.sliding(l);
         for (int t = 0; t < n; ++t) {
-            const float* angles = &rope_[size_t(t) * hp.n_rot];
-            rope(&q_[size_t(t) * Q], hp.n_head, hp.head_dim, hp.n_rot, hp.rope_style, angles);
-            rope(&k_[size_t(t) * KV], hp.n_head_kv, hp.head_dim, hp.n_rot, hp.rope_style, angles);
-            places[size_t(t)].kv->store(l, places[size_t(t)].pos, &k_[size_t(t) * KV], &v_[size_t(t) * KV]);
+            float* q = row(q_, t, Q);
+            float* k = row(k_, t, KV);
+            if (L.q_norm) rmsnorm_groups(q, L.q_norm, per_head ? hp.n_head : 1, per_head ? D : Q, hp.rms_eps);
+            if (L.k_norm) rmsnorm_groups(k, L.k_norm, per_head ? hp.n_head_kv : 1, per_head ? D : KV, hp.rms_eps);
+            if (hp.uses_rope(l)) {
+                const float* angles = local ? row(rope_local_, t, hp.n_rot) : row(rope_, t, hp.n_rot);
+                rope(q, hp.n_head, D, hp.n_rot, hp.rope_style, angles);
+                rope(k, hp.n_head_kv, D, hp.n_rot, hp.rope_style, angles);
+            }
+            places[size_t(t)].kv->store(l, places[size_t(t)].pos, k, row(v_, t, KV));
         }
         attention(l, n, places, one_sequence);
         matmul(L.wo, attn_.data(), xn_.data(), n, scratch_);
-        for (size_t i = 0; i < size_t(n) * E; ++i) x_[i] += xn_[i];
+        add_bias(L.bo, xn_.data(), n, E);
+        add_residual(L.attn_post_norm);
 
-        // Feed-forward block: x += Wdown · (silu(Wgate·xn) * Wup·xn)
-        for (int t = 0; t < n; ++t) rmsnorm(&x_[size_t(t) * E], L.ffn_norm, &xn_[size_t(t) * E], E, hp.rms_eps);
-        const MatmulOutput gate_up[] = {{L.ffn_gate, gate_.data()}, {L.ffn_up, up_.data()}};
-        matmul(gate_up, xn_.data(), n, scratch_);
-        swiglu(gate_.data(), up_.data(), size_t(n) * F);
+        // Feed-forward block: x += Wdown · (act(Wgate·xn) * Wup·xn)
+        block_input(L.ffn_norm);
+        if (L.ffn_gate) {
+            const MatmulOutput gate_up[] = {{L.ffn_gate, gate_.data()}, {L.ffn_up, up_.data()}};
+            matmul(gate_up, xn_.data(), n, scratch_);
+            add_bias(L.b_gate, gate_.data(), n, F);
+            add_bias(L.b_up, up_.data(), n, F);
+        } else {
+            matmul(L.ffn_up, xn_.data(), fused_.data(), n, scratch_);
+            for (int t = 0; t < n; ++t) {
+                std::copy_n(row(fused_, t, 2 * F), F, row(gate_, t, F));
+                std::copy_n(row(fused_, t, 2 * F) + F, F, row(up_, t, F));
+            }
+        }
+        if (arch.activation == Activation::GeluTanh) geglu(gate_.data(), up_.data(), size_t(n) * F);
+        else swiglu(gate_.data(), up_.data(), size_t(n) * F);
         matmul(L.ffn_down, gate_.data(), xn_.data(), n, scratch_);
-        for (size_t i = 0; i < size_t(n) * E; ++i) x_[i] += xn_[i];
+        add_bias(L.b_down, xn_.data(), n, E);
+        add_residual(L.ffn_post_norm);
     }
 }
 
@@ -159,6 +229,10 @@ void Session::project_logits(int first, int n, float* out) {
     for (int t = first; t < n; ++t)
         rmsnorm(&x_[size_t(t) * E], model_.output_norm, &xn_[size_t(t - first) * E], E, hp.rms_eps);
     matmul(model_.output, xn_.data(), out, n - first, scratch_);
+    const size_t count = size_t(n - first) * size_t(hp.n_vocab);
+    if (hp.logit_scale != 1.0f)
+        for (size_t i = 0; i < count; ++i) out[i] /= hp.logit_scale;
+    if (hp.final_logit_softcap > 0) softcap(out, count, hp.final_logit_softcap);
 }
 
 std::span<const float> Session::eval_together(std::span<Session* const> sessions, std::span<const int32_t> tokens) {
@@ -188,6 +262,7 @@ std::span<const float> Session::eval_together(std::span<Session* const> sessions
     for (size_t i = 0; i < n; ++i) {
         Session& s = *sessions[i];
         ++s.pos_;
+        s.high_water_ = std::max(s.high_water_, s.pos_);
         const float* row = &lead.together_logits_[i * n_vocab];
         s.logits_.assign(row, row + n_vocab);
         s.has_logits_ = true;
@@ -223,7 +298,7 @@ std::vector<float> Session::embed(std::span<const int32_t> tokens) {
             for (int i = 0; i < E; ++i) sum[size_t(i)] += xn_[size_t(i)];
         }
     }
-    pos_ = 0;
+    pos_ = high_water_ = 0;
     double norm = 0;
     for (double& v : sum) {
         v /= double(tokens.size());
@@ -261,21 +336,33 @@ struct StateReader {
 };
 }  // namespace
 
+// The first position a layer must keep to go on from `pos`: 0, or the start of its window.
+static int first_kept(const Hparams& hp, int layer, int pos) {
+    return hp.window(layer) > 0 ? std::max(0, pos - hp.window(layer)) : 0;
+}
+
+// Where position p's key (which = 0) or value (1) of a layer lives in the cache, as bytes.
+static uint8_t* slot_bytes(KvCache& kv, int layer, int pos, int which) {
+    const size_t o = kv.offset(layer, pos);
+    if (kv.type == KvType::F16) return reinterpret_cast<uint8_t*>((which ? kv.v16 : kv.k16).data() + o);
+    return reinterpret_cast<uint8_t*>((which ? kv.v32 : kv.k32).data() + o);
+}
+
 // Layout: magic, n_layer, kv_dim, n_vocab, kv type, position, has-logits (int32 each); then per
-// layer the keys and values of positions [0, position); then the last logits if present.
+// layer the keys, then the values, of the positions it needs to go on (all of [0, position), or a
+// sliding layer's last window of them); then the last logits if present.
 std::vector<uint8_t> Session::save_state() const {
     const Hparams& hp = model_.hp;
     std::vector<uint8_t> out(kStateMagic, kStateMagic + 8);
     for (const int32_t v : {hp.n_layer, hp.kv_dim(), hp.n_vocab, int32_t(kv_.type), int32_t(pos_), int32_t(has_logits_)}) put(out, v);
-    const size_t elem = kv_type_bytes(kv_.type), row = size_t(pos_) * size_t(kv_.kv_dim) * elem;
-    const bool f16 = kv_.type == KvType::F16;
+    const size_t row = size_t(kv_.kv_dim) * kv_type_bytes(kv_.type);
+    auto& kv = const_cast<KvCache&>(kv_);  // slot_bytes only reads here
     for (int l = 0; l < hp.n_layer; ++l)
-        for (int which = 0; which < 2; ++which) {
-            const size_t o = kv_.offset(l, 0);
-            const auto* src = f16 ? reinterpret_cast<const uint8_t*>((which ? kv_.v16 : kv_.k16).data() + o)
-                                  : reinterpret_cast<const uint8_t*>((which ? kv_.v32 : kv_.k32).data() + o);
-            out.insert(out.end(), src, src + row);
-        }
+        for (int which = 0; which < 2; ++which)
+            for (int p = first_kept(hp, l, pos_); p < pos_; ++p) {
+                const uint8_t* src = slot_bytes(kv, l, p, which);
+                out.insert(out.end(), src, src + row);
+            }
     if (has_logits_) {
         const auto logits = last_logits();
         const auto* p = reinterpret_cast<const uint8_t*>(logits.data());
@@ -298,23 +385,28 @@ void Session::load_state(std::span<const uint8_t> state) {
     const int32_t pos = in.get<int32_t>(), logits = in.get<int32_t>();
     if (pos < 0 || pos > n_ctx_)
         throw Error("session state holds " + std::to_string(pos) + " positions; this session's context is " + std::to_string(n_ctx_));
-    const size_t elem = kv_type_bytes(kv_.type), row = size_t(pos) * size_t(kv_.kv_dim) * elem;
-    const size_t need = size_t(hp.n_layer) * 2 * row + (logits ? size_t(n_vocab) * 4 : 0);
+    const size_t row = size_t(kv_.kv_dim) * kv_type_bytes(kv_.type);
+    size_t need = logits ? size_t(n_vocab) * 4 : 0;
+    for (int l = 0; l < hp.n_layer; ++l) need += 2 * row * size_t(pos - first_kept(hp, l, pos));
     if (state.size() - in.at != need)
         throw Error("session state has " + std::to_string(state.size() - in.at) + " bytes of data, expected " + std::to_string(need));
-    const bool f16 = kv_.type == KvType::F16;
     for (int l = 0; l < hp.n_layer; ++l)
-        for (int which = 0; which < 2; ++which) {
-            const size_t o = kv_.offset(l, 0);
-            void* dst = f16 ? static_cast<void*>((which ? kv_.v16 : kv_.k16).data() + o) : static_cast<void*>((which ? kv_.v32 : kv_.k32).data() + o);
-            in.read(dst, row);
-        }
+        for (int which = 0; which < 2; ++which)
+            for (int p = first_kept(hp, l, pos); p < pos; ++p) in.read(slot_bytes(kv_, l, p, which), row);
     has_logits_ = logits != 0;
     if (has_logits_) {
         logits_.resize(size_t(n_vocab));
         in.read(logits_.data(), size_t(n_vocab) * 4);
     }
-    pos_ = pos;
+    pos_ = high_water_ = pos;
+}
+
+int Session::truncate(int n) {
+    pos_ = std::max(0, std::min(pos_, n));
+    if (pos_ == 0) high_water_ = 0;
+    for (int l = 0; l < model_.hp.n_layer && pos_ > 0; ++l)
+        if (!kv_.holds(l, std::max(0, pos_ - model_.hp.window(l)), high_water_)) pos_ = high_water_ = 0;
+    return pos_;
 }
 
 // Causal grouped-query attention of the chunk's queries over every cached position up to their own:

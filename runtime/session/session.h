@@ -58,9 +58,11 @@ public:
     // The logits of the last token evaluated (empty before the first eval).
     std::span<const float> last_logits() const;
 
-    void reset() { pos_ = 0; }
-    // Forgets every position from n on, keeping the keys and values before it for reuse.
-    void truncate(int n) { pos_ = std::max(0, std::min(pos_, n)); }
+    void reset() { pos_ = high_water_ = 0; }
+    // Forgets every position from n on, keeping the keys and values before it for reuse, and returns
+    // the position kept. A sliding-window layer's ring may no longer hold the window before n (it
+    // keeps one prompt chunk beyond its window); then nothing can be reused and the result is 0.
+    int truncate(int n);
     int position() const { return pos_; }
     int n_ctx() const { return n_ctx_; }
     int n_threads() const { return n_threads_; }
@@ -84,12 +86,16 @@ private:
     const Model& model_;
     int n_ctx_, n_threads_, n_threads_batch_, n_batch_;
     int pos_ = 0;
+    int high_water_ = 0;  // one past the highest position stored since the last reset
     KvCache kv_;
     MatmulScratch scratch_;
     AttentionScratch attention_scratch_;
     // Activations for a chunk of tokens, [tokens][features].
     int capacity_ = 0;
-    std::vector<float> x_, xn_, q_, k_, v_, attn_, gate_, up_, rope_;
+    std::vector<float> x_, xn_, q_, k_, v_, attn_, gate_, up_;
+    std::vector<float> rope_, rope_local_;  // cos and sin per token: global layers, sliding layers
+    std::vector<float> fused_;              // a fused projection's rows before they are split
+    Weight rope_factors_;                   // rope_freqs, or the LongRoPE factors this context takes
     DecodeAttentionScratch decode_attention_;
     std::vector<float> logits_;
     std::vector<float> together_logits_;  // eval_together's rows, when this session leads the batch

@@ -1,0 +1,191 @@
+#include "runtime/model/architecture.h"
+
+#include <cmath>
+
+#include "runtime/base/error.h"
+
+namespace rill {
+namespace {
+
+// One row per family, from llama.cpp's llama_model_rope_type and src/models/<family>.cpp.
+const Architecture kArchitectures[] = {
+    {.name = "llama"},
+    {.name = "qwen2", .rope_style = RopeStyle::Neox, .qkv_bias = true},
+    {.name = "qwen3", .rope_style = RopeStyle::Neox, .qk_norm = QkNorm::PerHead},
+    {.name = "gemma3",
+     .rope_style = RopeStyle::Neox,
+     .qk_norm = QkNorm::PerHead,
+     .post_norms = true,
+     .activation = Activation::GeluTanh,
+     .sqrt_embd_scale = true,
+     .sliding_window = true,
+     .default_swa_pattern = 6},
+    // phi3 files carry attention.sliding_window, but llama.cpp runs every phi3 layer on full attention.
+    {.name = "phi3", .rope_style = RopeStyle::Neox, .fused_qkv = true, .fused_gate_up = true},
+    {.name = "smollm3", .no_rope_step = 4},
+    {.name = "olmo2",
+     .rope_style = RopeStyle::Neox,
+     .qk_norm = QkNorm::Whole,
+     .pre_norms = false,
+     .post_norms = true,
+     .sliding_window = true,
+     .default_swa_pattern = 4},
+    {.name = "granite", .granite_scales = true},
+};
+
+std::string join(const std::vector<std::string>& items) {
+    std::string s;
+    for (const auto& item : items) s += (s.empty() ? "" : ", ") + item;
+    return s;
+}
+
+int required_int(const GgufFile& f, const std::string& key, uint64_t max = 1u << 30) {
+    const auto v = f.get_uint(key);
+    if (!v) throw Error(f.name() + ": metadata '" + key + "' is missing");
+    if (*v == 0 || *v > max)
+        throw Error(f.name() + ": metadata '" + key + "' is " + std::to_string(*v) + ", outside 1.." + std::to_string(max));
+    return int(*v);
+}
+
+// A finite number in (lo, hi], or the default when the key is absent.
+float number(const GgufFile& f, const std::string& key, double fallback, double lo, double hi) {
+    const auto v = f.get_float(key);
+    if (!v) return float(fallback);
+    if (!(*v > lo && *v <= hi))
+        throw Error(f.name() + ": metadata '" + key + "' is " + std::to_string(*v) + ", outside (" + std::to_string(lo) + ", " +
+                    std::to_string(hi) + "]");
+    return float(*v);
+}
+
+// llama.cpp's rope scaling: the type (default linear), the factor, YaRN's ramp and magnitude, and the
+// attention factor LongRoPE files carry (src/llama-model.cpp load_hparams, src/llama-context.cpp).
+void read_rope(const GgufFile& f, const std::string& p, Hparams& hp) {
+    RopeParams& r = hp.rope;
+    r.freq_base = number(f, p + "rope.freq_base", 10000.0, 0, 1e12);
+    const std::string type = f.get_string(p + "rope.scaling.type").value_or("linear");
+    if (type != "none" && type != "linear" && type != "yarn" && type != "llama3" && type != "longrope")
+        throw Error(f.name() + ": metadata '" + p + "rope.scaling.type' is '" + type +
+                    "', which rill does not support (supported: none, linear, yarn, llama3, longrope)");
+    double factor = 0;
+    if (f.find(p + "rope.scaling.factor")) factor = number(f, p + "rope.scaling.factor", 0, 0, 1e6);
+    else if (f.find(p + "rope.scale_linear")) factor = number(f, p + "rope.scale_linear", 0, 0, 1e6);
+    // llama3 files carry their scaling as rope_freqs divisors; the factor key is informational there.
+    r.freq_scale = type == "none" || type == "llama3" || factor == 0 ? 1.0f : float(1.0 / factor);
+    r.n_ctx_orig = f.find(p + "rope.scaling.original_context_length")
+                       ? required_int(f, p + "rope.scaling.original_context_length")
+                       : hp.n_ctx_train;
+    // None of these families reads the yarn_ext_factor / yarn_beta_* keys: llama.cpp's defaults apply.
+    r.ext_factor = type == "yarn" ? 1.0f : 0.0f;
+    // Under YaRN, llama.cpp's context divides out the 1 + 0.1·ln(factor) ggml's rope multiplies in
+    // and multiplies its own get_mscale back, which is the same number: what remains is ggml's.
+    const float factor_f = 1.0f / r.freq_scale;
+    const float yarn_mscale = r.ext_factor != 0 && factor_f > 1.0f ? 1.0f + 0.1f * std::log(factor_f) : 1.0f;
+    // LongRoPE files (phi3) carry their magnitude as rope.scaling.attn_factor.
+    r.attn_factor = yarn_mscale * number(f, p + "rope.scaling.attn_factor", 1.0, 0, 1e3);
+    // Sliding layers: their own base, no scaling (gemma3, olmo2).
+    // olmo2's graph passes the global base to its sliding layers whatever the file says.
+    const float base_swa = hp.arch == "olmo2" ? r.freq_base : number(f, p + "rope.freq_base_swa", 10000.0, 0, 1e12);
+    hp.rope_local = RopeParams{.freq_base = base_swa, .n_ctx_orig = r.n_ctx_orig};
+}
+
+}  // namespace
+
+const Architecture* find_architecture(const std::string& name) {
+    for (const Architecture& a : kArchitectures)
+        if (name == a.name) return &a;
+    return nullptr;
+}
+
+std::vector<std::string> supported_architectures() {
+    std::vector<std::string> names;
+    for (const Architecture& a : kArchitectures) names.push_back(a.name);
+    return names;
+}
+
+float Hparams::kq_scale() const { return attention_scale > 0 ? attention_scale : 1.0f / std::sqrt(float(head_dim)); }
+
+bool Hparams::any_sliding() const {
+    for (const uint8_t s : layer_sliding)
+        if (s) return true;
+    return false;
+}
+
+void set_layer_pattern(Hparams& hp, int swa_pattern) {
+    const Architecture& a = *hp.family;
+    hp.layer_sliding.assign(size_t(hp.n_layer), 0);
+    hp.layer_rope.assign(size_t(hp.n_layer), 1);
+    for (int l = 0; l < hp.n_layer; ++l) {
+        // llama.cpp's set_swa_pattern: within each period of n layers, the last is global.
+        if (hp.n_swa > 0) hp.layer_sliding[size_t(l)] = swa_pattern <= 1 ? swa_pattern == 0 : l % swa_pattern < swa_pattern - 1;
+        if (a.no_rope_step > 0 && (l + 1) % a.no_rope_step == 0) hp.layer_rope[size_t(l)] = 0;
+    }
+}
+
+Hparams read_hparams(const GgufFile& f) {
+    Hparams hp;
+    const auto arch = f.get_string("general.architecture");
+    if (!arch) throw Error(f.name() + ": metadata 'general.architecture' is missing");
+    hp.arch = *arch;
+    hp.family = find_architecture(hp.arch);
+    if (hp.family == nullptr)
+        throw Error(f.name() + ": architecture '" + hp.arch + "' is not supported (supported: " + join(supported_architectures()) + ")");
+    const Architecture& a = *hp.family;
+    const std::string p = hp.arch + ".";
+
+    hp.n_embd = required_int(f, p + "embedding_length");
+    hp.n_layer = required_int(f, p + "block_count", 1024);
+    hp.n_ff = required_int(f, p + "feed_forward_length");
+    hp.n_head = required_int(f, p + "attention.head_count", 4096);
+    hp.n_head_kv = f.find(p + "attention.head_count_kv") ? required_int(f, p + "attention.head_count_kv", 4096) : hp.n_head;
+    hp.n_ctx_train = required_int(f, p + "context_length");
+    if (hp.n_head % hp.n_head_kv != 0)
+        throw Error(f.name() + ": attention.head_count " + std::to_string(hp.n_head) +
+                    " is not a multiple of attention.head_count_kv " + std::to_string(hp.n_head_kv));
+    if (f.find(p + "attention.key_length")) {
+        hp.head_dim = required_int(f, p + "attention.key_length", 65536);
+    } else {
+        if (hp.n_embd % hp.n_head != 0)
+            throw Error(f.name() + ": embedding_length " + std::to_string(hp.n_embd) +
+                        " is not a multiple of attention.head_count " + std::to_string(hp.n_head));
+        hp.head_dim = hp.n_embd / hp.n_head;
+    }
+    if (f.find(p + "attention.value_length") && required_int(f, p + "attention.value_length", 65536) != hp.head_dim)
+        throw Error(f.name() + ": attention.value_length differs from attention.key_length, which rill does not support");
+    if (uint64_t(hp.n_head) * uint64_t(hp.head_dim) > (1u << 24))
+        throw Error(f.name() + ": attention.head_count × key_length is " + std::to_string(uint64_t(hp.n_head) * hp.head_dim) +
+                    ", more than rill allows (16M)");
+    hp.n_rot = f.find(p + "rope.dimension_count") ? required_int(f, p + "rope.dimension_count", 65536) : hp.head_dim;
+    if (hp.n_rot > hp.head_dim || hp.n_rot % 2 != 0)
+        throw Error(f.name() + ": rope.dimension_count " + std::to_string(hp.n_rot) + " must be even and at most the head size " +
+                    std::to_string(hp.head_dim));
+    hp.rms_eps = number(f, p + "attention.layer_norm_rms_epsilon", 1e-5, 0, 1);
+    hp.rope_style = a.rope_style;
+    read_rope(f, p, hp);
+
+    if (a.sqrt_embd_scale) hp.embedding_scale = std::sqrt(float(hp.n_embd));
+    if (a.granite_scales) {
+        if (!f.find(p + "logit_scale")) throw Error(f.name() + ": metadata '" + p + "logit_scale' is missing");
+        hp.logit_scale = number(f, p + "logit_scale", 1.0, 0, 1e6);
+        hp.embedding_scale = number(f, p + "embedding_scale", 1.0, 0, 1e6);
+        hp.residual_scale = number(f, p + "residual_scale", 1.0, 0, 1e6);
+    }
+    // attention.scale: granite's and smollm3's kq scale; gemma3 derives its own.
+    if (hp.arch == "granite" || hp.arch == "smollm3") hp.attention_scale = number(f, p + "attention.scale", 0.0, -1e-30, 1e6);
+    if (hp.arch == "gemma3")
+        hp.attention_scale = hp.n_layer == 62 ? 1.0f / std::sqrt(float(hp.n_embd / hp.n_head)) : 1.0f / std::sqrt(float(hp.head_dim));
+    hp.final_logit_softcap = number(f, p + "final_logit_softcapping", 0.0, -1e-30, 1e6);
+
+    int swa_pattern = 0;
+    if (a.sliding_window && f.find(p + "attention.sliding_window")) {
+        const auto window = f.get_uint(p + "attention.sliding_window");
+        if (*window > (1u << 24)) throw Error(f.name() + ": metadata '" + p + "attention.sliding_window' is " + std::to_string(*window) + ", too large");
+        hp.n_swa = int(*window);
+        swa_pattern = a.default_swa_pattern;
+        if (f.find(p + "attention.sliding_window_pattern"))
+            swa_pattern = required_int(f, p + "attention.sliding_window_pattern", 1u << 16);
+    }
+    set_layer_pattern(hp, swa_pattern);
+    return hp;
+}
+
+}  // namespace rill

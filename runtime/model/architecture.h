@@ -1,0 +1,86 @@
+// What one model family does differently from the plain Llama block, as data the one forward pass
+// (session.cpp) reads, and the hyperparameters a file's metadata gives, with llama.cpp's defaults
+// where a key is missing (src/llama-model.cpp and src/models/<family>.cpp).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "runtime/format/gguf.h"
+
+namespace rill {
+
+enum class RopeStyle { Norm, Neox };  // Norm rotates pairs (2i, 2i+1); Neox rotates (i, i + n_rot/2)
+enum class QkNorm { None, PerHead, Whole };  // RMSNorm of q and k over each head, or over the whole projection
+enum class Activation { Silu, GeluTanh };    // the FFN's gate: SwiGLU or GeGLU with tanh-approximated GELU
+
+struct Architecture {
+    const char* name;
+    RopeStyle rope_style = RopeStyle::Norm;
+    QkNorm qk_norm = QkNorm::None;
+    bool pre_norms = true;     // attn_norm and ffn_norm before each block (olmo2 has none)
+    bool post_norms = false;   // post_attention_norm and post_ffw_norm on each block's output
+    Activation activation = Activation::Silu;
+    bool qkv_bias = false;     // attn_{q,k,v}.bias are required (qwen2); elsewhere optional
+    bool fused_qkv = false;    // attn_qkv may replace attn_q, attn_k and attn_v (phi3)
+    bool fused_gate_up = false;  // ffn_up holds gate | up (2·n_ff rows) and there is no ffn_gate (phi3)
+    bool sqrt_embd_scale = false;  // the input embedding is multiplied by √n_embd (gemma3)
+    bool granite_scales = false;   // embedding_scale, residual_scale, attention.scale, logit_scale
+    bool sliding_window = false;   // reads attention.sliding_window (and its pattern)
+    int default_swa_pattern = 0;   // layers per period when the key is missing; the period's last is global
+    int no_rope_step = 0;          // every n-th layer has no RoPE (smollm3)
+};
+
+// The family a file names, or nullptr.
+const Architecture* find_architecture(const std::string& name);
+std::vector<std::string> supported_architectures();
+
+// How a group of layers turns positions into rotation angles (ggml's rope with YaRN).
+struct RopeParams {
+    float freq_base = 10000.0f;
+    float freq_scale = 1.0f;   // 1 / scaling factor
+    float ext_factor = 0.0f;   // YaRN's mix of interpolated and extrapolated angles; 0 without YaRN
+    float attn_factor = 1.0f;  // cos and sin are multiplied by this (YaRN's and LongRoPE's magnitude)
+    float beta_fast = 32.0f, beta_slow = 1.0f;
+    int n_ctx_orig = 0;        // the context the scaling extends
+};
+
+struct Hparams {
+    std::string arch;
+    const Architecture* family = nullptr;
+    int n_vocab = 0;
+    int n_embd = 0;
+    int n_layer = 0;
+    int n_ff = 0;
+    int n_head = 0;
+    int n_head_kv = 0;
+    int head_dim = 0;
+    int n_rot = 0;  // leading dimensions of each head that RoPE rotates
+    int n_ctx_train = 0;
+    float rms_eps = 1e-5f;
+    RopeStyle rope_style = RopeStyle::Norm;
+    RopeParams rope;        // global (full-attention) layers
+    RopeParams rope_local;  // sliding-window layers
+    float embedding_scale = 1.0f;
+    float residual_scale = 1.0f;   // each block's output is multiplied by this before the residual add
+    float attention_scale = 0.0f;  // 0: 1/√head_dim
+    float logit_scale = 1.0f;      // logits are divided by this
+    float final_logit_softcap = 0.0f;  // > 0: logits become c·tanh(logits/c)
+    int n_swa = 0;                      // window of the sliding layers; 0: none
+    std::vector<uint8_t> layer_sliding;  // per layer: 1 if it attends to its last n_swa positions only
+    std::vector<uint8_t> layer_rope;     // per layer: 1 if it rotates q and k
+
+    int q_dim() const { return n_head * head_dim; }
+    int kv_dim() const { return n_head_kv * head_dim; }
+    float kq_scale() const;
+    bool sliding(int layer) const { return !layer_sliding.empty() && layer_sliding[size_t(layer)]; }
+    bool uses_rope(int layer) const { return layer_rope.empty() || layer_rope[size_t(layer)]; }
+    int window(int layer) const { return sliding(layer) ? n_swa : 0; }  // 0: every earlier position
+    bool any_sliding() const;
+};
+
+// Reads and checks every hyperparameter; errors name the file and the key.
+Hparams read_hparams(const GgufFile& file);
+// The per-layer lists from the scalar fields (used for presets that never were a file).
+void set_layer_pattern(Hparams& hp, int swa_pattern);
+
+}  // namespace rill
