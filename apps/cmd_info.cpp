@@ -48,6 +48,35 @@ std::string human_bytes(double bytes) {
     return buf;
 }
 
+// What the family does beyond the Llama block, in a few words.
+std::string features(const Hparams& hp) {
+    const Architecture& a = *hp.family;
+    const auto g = [](float v) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%g", double(v));
+        return std::string(buf);
+    };
+    std::vector<std::string> parts;
+    if (a.qk_norm != QkNorm::None) parts.push_back(a.qk_norm == QkNorm::PerHead ? "q/k norm per head" : "q/k norm over the projection");
+    if (!a.pre_norms) parts.push_back("no pre-norms");
+    if (a.post_norms) parts.push_back("post-norms");
+    if (a.activation == Activation::GeluTanh) parts.push_back("GeGLU");
+    if (a.fused_qkv) parts.push_back("fused QKV");
+    if (a.fused_gate_up) parts.push_back("fused gate|up");
+    if (hp.embedding_scale != 1.0f) parts.push_back("embedding ×" + g(hp.embedding_scale));
+    if (hp.residual_scale != 1.0f) parts.push_back("residual ×" + g(hp.residual_scale));
+    if (hp.logit_scale != 1.0f) parts.push_back("logits ÷" + g(hp.logit_scale));
+    if (hp.final_logit_softcap > 0) parts.push_back("logit soft-cap " + g(hp.final_logit_softcap));
+    if (hp.rope.ext_factor != 0) parts.push_back("YaRN ×" + g(1.0f / hp.rope.freq_scale));
+    else if (hp.rope.freq_scale != 1.0f) parts.push_back("linear rope ×" + g(1.0f / hp.rope.freq_scale));
+    int no_rope = 0;
+    for (int l = 0; l < hp.n_layer; ++l) no_rope += !hp.uses_rope(l);
+    if (no_rope > 0) parts.push_back(std::to_string(no_rope) + " layers without RoPE");
+    std::string s;
+    for (const std::string& p : parts) s += (s.empty() ? "" : ", ") + p;
+    return s;
+}
+
 int info(const InfoFlags& f) {
     LoadOptions options = f.model.load_options();
     options.interleave = false;  // info only reads metadata and sizes: no point regrouping rows
@@ -66,6 +95,11 @@ int info(const InfoFlags& f) {
     const uint64_t kv_f16 = kv_bytes_per_token(hp, KvType::F16);
     const uint64_t kv_f32 = kv_bytes_per_token(hp, KvType::F32);
     const char* rope = hp.rope_style == RopeStyle::Norm ? "norm" : "neox";
+    int sliding_layers = 0;
+    for (int l = 0; l < hp.n_layer; ++l) sliding_layers += hp.sliding(l);
+    // The cache a default session allocates (sliding layers keep only their window plus a chunk).
+    const int ctx = default_context(hp);
+    const uint64_t kv_default = kv_cache_bytes(hp, ctx, 512, KvType::F16);
     // What evaluating a prompt adds, at the default micro-batch: float32 weight panels per thread for
     // the GEMM backends (bounded, whatever the model's size) and the batch's activations.
     const int threads = default_thread_count();
@@ -75,10 +109,11 @@ int info(const InfoFlags& f) {
     if (f.json) {
         std::printf("{\"file\":\"%s\",\"gguf_version\":%u,\"architecture\":\"%s\",\"n_vocab\":%d,\"n_embd\":%d,"
                     "\"n_layer\":%d,\"n_ff\":%d,\"n_head\":%d,\"n_head_kv\":%d,\"head_dim\":%d,\"n_rot\":%d,"
-                    "\"rope\":\"%s\",\"rope_freq_base\":%g,\"n_ctx_train\":%d,\"rms_eps\":%g,\"tensor_types\":{",
+                    "\"rope\":\"%s\",\"rope_freq_base\":%g,\"n_ctx_train\":%d,\"rms_eps\":%g,\"sliding_window\":%d,"
+                    "\"sliding_layers\":%d,\"features\":\"%s\",\"tensor_types\":{",
                     json_escape(model->file.name()).c_str(), model->file.version(), json_escape(hp.arch).c_str(), hp.n_vocab, hp.n_embd,
                     hp.n_layer, hp.n_ff, hp.n_head, hp.n_head_kv, hp.head_dim, hp.n_rot, rope, hp.rope.freq_base,
-                    hp.n_ctx_train, hp.rms_eps);
+                    hp.n_ctx_train, hp.rms_eps, hp.n_swa, sliding_layers, json_escape(features(hp)).c_str());
         bool first = true;
         for (const auto& [name, use] : histogram) {
             std::printf("%s\"%s\":{\"tensors\":%d,\"bytes\":%llu}", first ? "" : ",", name.c_str(), use.count,
@@ -87,9 +122,10 @@ int info(const InfoFlags& f) {
         }
         std::printf("},\"file_bytes\":%llu,\"weight_bytes\":%llu,\"kv_bytes_per_token_f16\":%llu,"
                     "\"kv_bytes_per_token_f32\":%llu,\"gemm_scratch_bytes_per_thread\":%zu,\"gemm_scratch_threads\":%d,"
-                    "\"batch_activation_bytes_512\":%zu}\n",
+                    "\"batch_activation_bytes_512\":%zu,\"default_ctx\":%d,\"kv_cache_bytes_f16_default_ctx\":%llu}\n",
                     (unsigned long long)model->file.file_size(), (unsigned long long)model->weight_bytes(),
-                    (unsigned long long)kv_f16, (unsigned long long)kv_f32, panel_bytes, threads, batch_bytes);
+                    (unsigned long long)kv_f16, (unsigned long long)kv_f32, panel_bytes, threads, batch_bytes, ctx,
+                    (unsigned long long)kv_default);
         return 0;
     }
     std::printf("file          %s (GGUF v%u)\n", model->file.name().c_str(), model->file.version());
@@ -101,6 +137,10 @@ int info(const InfoFlags& f) {
     std::printf("heads         %d query, %d key/value (head size %d)\n", hp.n_head, hp.n_head_kv, hp.head_dim);
     std::printf("rope          %s, %d dims, base %g%s\n", rope, hp.n_rot, hp.rope.freq_base,
                 model->rope_freqs ? ", with rope_freqs" : "");
+    if (sliding_layers > 0)
+        std::printf("sliding       %d of %d layers attend to their last %d positions (rope base %g)\n", sliding_layers, hp.n_layer,
+                    hp.n_swa, hp.rope_local.freq_base);
+    if (const std::string extra = features(hp); !extra.empty()) std::printf("features      %s\n", extra.c_str());
     std::printf("context       %d tokens (training)\n", hp.n_ctx_train);
     std::printf("rms epsilon   %g\n", hp.rms_eps);
     std::printf("output        %s\n", model->output.tensor == model->token_embd.tensor ? "tied to token_embd" : "own matrix");
@@ -111,8 +151,8 @@ int info(const InfoFlags& f) {
                 (unsigned long long)model->file.file_size());
     std::printf("weights       %s (%llu bytes)\n", human_bytes(double(model->weight_bytes())).c_str(),
                 (unsigned long long)model->weight_bytes());
-    std::printf("KV cache      %s per token (f16), %s per token (f32)\n", human_bytes(double(kv_f16)).c_str(),
-                human_bytes(double(kv_f32)).c_str());
+    std::printf("KV cache      %s per token (f16), %s per token (f32); %s (f16) at the default %d-token context\n",
+                human_bytes(double(kv_f16)).c_str(), human_bytes(double(kv_f32)).c_str(), human_bytes(double(kv_default)).c_str(), ctx);
     std::printf("prompt scratch %s per thread for GEMM panels (%s at %d threads), %s of activations per 512-token micro-batch\n",
                 human_bytes(double(panel_bytes)).c_str(), human_bytes(double(panel_bytes) * threads).c_str(), threads,
                 human_bytes(double(batch_bytes)).c_str());

@@ -7,6 +7,7 @@ set -u
 rill=$1
 make_variants=$2
 shared=$3
+derive_vocab=$4
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   echo "SKIPPED: node and npm are needed to install the llama.cpp peer"
   exit 77
@@ -89,6 +90,32 @@ for type in Q4_0 Q4_K_M Q6_K; do
       echo "FAIL: $kind $type: max |log-prob difference| = ${result:-?} (bound $bound) $(head -c 300 "$tmp/x.err")"
     fi
   done
+done
+
+# Tokenizer variants of the newer families, on vocabularies derived from the shared ones (llama.cpp's
+# own test strings, all in one text): Gemma's SentencePiece without the dummy-prefix space, and the
+# BPE pre-tokenizers of Qwen3 (qwen2), OLMo 2 and Phi-4 (dbrx), Phi-4-mini (gpt-4o), Granite (refact).
+vocab=$shared/vocab
+for variant in "llama-spm tokenizer.ggml.add_space_prefix=false" "llama-bpe tokenizer.ggml.pre=qwen2" \
+               "llama-bpe tokenizer.ggml.pre=dbrx" "llama-bpe tokenizer.ggml.pre=gpt-4o" "llama-bpe tokenizer.ggml.pre=refact"; do
+  read -r base change <<<"$variant"
+  "$derive_vocab" "$vocab/ggml-vocab-$base.gguf" "$tmp/vocab.gguf" "$change" || { echo "FAIL: derive_vocab $variant"; exit 1; }
+  text=$(cat "$vocab/ggml-vocab-$base.gguf.inp")  # as an argument: without the file's final newlines
+  printf '%s' "$text" >"$tmp/text.txt"
+  ours=$("$rill" tokenize -m "$tmp/vocab.gguf" --no-bos -f "$tmp/text.txt" 2>&1)
+  code=0
+  theirs=$("$shared/peers/llamacpp" tokenize "$tmp/vocab.gguf" "$text" 2>"$tmp/tok.err") || code=$?
+  if ((code == 3)); then
+    echo "SKIPPED: $(tail -n 1 "$tmp/tok.err")"
+    exit 77
+  fi
+  if [[ -n $ours && $ours == "$theirs" ]]; then
+    passes=$((passes + 1))
+    echo "ok: $base with $change tokenizes llama.cpp's test strings as llama.cpp does ($(wc -w <<<"$ours") tokens)"
+  else
+    failures=$((failures + 1))
+    echo "FAIL: $base with $change: rill and llama.cpp tokenize differently $(head -c 300 "$tmp/tok.err")"
+  fi
 done
 
 echo "$passes passed, $failures failed"

@@ -25,6 +25,25 @@ const std::vector<SynthPreset> kPresets = {
     {"qwen2.5-0.5b", "qwen2", 151936, 896, 24, 4864, 14, 2, 32768, 1000000.0f, 1e-6f, true, true, 0, "Qwen/Qwen2.5-0.5B"},
     {"qwen2.5-1.5b", "qwen2", 151936, 1536, 28, 8960, 12, 2, 32768, 1000000.0f, 1e-6f, true, true, 0, "Qwen/Qwen2.5-1.5B"},
     {"qwen2.5-7b", "qwen2", 152064, 3584, 28, 18944, 28, 4, 32768, 1000000.0f, 1e-6f, false, true, 0, "Qwen/Qwen2.5-7B"},
+    // The newer families: published config.json values as llama.cpp's converters write them (Gemma 3's
+    // GGUF vocabulary is the SentencePiece model's 262144, not the config's padded 262208).
+    {"qwen3-0.6b", "qwen3", 151936, 1024, 28, 3072, 16, 8, 40960, 1e6f, 1e-6f, true, false, 0, "Qwen/Qwen3-0.6B", {.head_dim = 128}},
+    {"qwen3-4b", "qwen3", 151936, 2560, 36, 9728, 32, 8, 40960, 1e6f, 1e-6f, true, false, 0, "Qwen/Qwen3-4B", {.head_dim = 128}},
+    {"qwen3-8b", "qwen3", 151936, 4096, 36, 12288, 32, 8, 40960, 1e6f, 1e-6f, false, false, 0, "Qwen/Qwen3-8B", {.head_dim = 128}},
+    {"gemma-3-1b", "gemma3", 262144, 1152, 26, 6912, 4, 1, 32768, 1e6f, 1e-6f, true, false, 0, "google/gemma-3-1b-it",
+     {.head_dim = 256, .n_swa = 512, .rope_base_swa = 1e4f}},
+    {"gemma-3-4b", "gemma3", 262144, 2560, 34, 10240, 8, 4, 131072, 1e6f, 1e-6f, true, false, 0, "google/gemma-3-4b-it",
+     {.head_dim = 256, .n_swa = 1024, .rope_base_swa = 1e4f, .rope_linear_factor = 8}},
+    {"gemma-3-12b", "gemma3", 262144, 3840, 48, 15360, 16, 8, 131072, 1e6f, 1e-6f, true, false, 0, "google/gemma-3-12b-it",
+     {.head_dim = 256, .n_swa = 1024, .rope_base_swa = 1e4f, .rope_linear_factor = 8}},
+    {"phi-4-mini", "phi3", 200064, 3072, 32, 8192, 24, 8, 131072, 1e4f, 1e-5f, true, false, 0, "microsoft/Phi-4-mini-instruct",
+     {.n_rot = 96, .longrope_orig_ctx = 4096}},
+    {"phi-4", "phi3", 100352, 5120, 40, 17920, 40, 10, 16384, 250000.0f, 1e-5f, false, false, 0, "microsoft/phi-4"},
+    {"smollm3-3b", "smollm3", 128256, 2048, 36, 11008, 16, 4, 65536, 5e6f, 1e-6f, true, false, 0, "HuggingFaceTB/SmolLM3-3B"},
+    {"olmo-2-1b", "olmo2", 100352, 2048, 16, 8192, 16, 16, 4096, 500000.0f, 1e-6f, false, false, 0, "allenai/OLMo-2-0425-1B"},
+    {"granite-3.3-2b", "granite", 49159, 2048, 40, 8192, 32, 8, 131072, 1e7f, 1e-5f, true, false, 0,
+     "ibm-granite/granite-3.3-2b-instruct",
+     {.embedding_scale = 12.0f, .residual_scale = 0.22f, .attention_scale = 0.015625f, .logit_scale = 8.0f}},
     // Not a real model: small enough for tests, shaped like the others.
     {"tiny", "llama", 512, 256, 2, 768, 4, 2, 512, 10000.0f, 1e-5f, false, false, 0, "rill's test preset"},
 };
@@ -102,6 +121,43 @@ void write_vocabulary(GgufWriter& out, const SynthOptions& o) {
     out.set_u32("tokenizer.ggml.eos_token_id", 2);
 }
 
+// The keys llama.cpp reads for the family's extra features, named as its converters write them.
+void write_family_metadata(GgufWriter& out, const SynthPreset& p) {
+    const std::string a = p.arch + ".";
+    const SynthFamilyShape& f = p.family;
+    if (f.n_swa > 0) {
+        out.set_u32(a + "attention.sliding_window", uint32_t(f.n_swa));
+        out.set_f32(a + "rope.freq_base_swa", f.rope_base_swa);
+    }
+    if (f.rope_linear_factor > 0) {
+        out.set_string(a + "rope.scaling.type", "linear");
+        out.set_f32(a + "rope.scaling.factor", f.rope_linear_factor);
+    }
+    if (p.arch == "phi3") out.set_u32(a + "attention.sliding_window", f.longrope_orig_ctx > 0 ? 262144u : 0u);
+    if (f.longrope_orig_ctx > 0) {
+        // Phi-3's converter: attn_factor = sqrt(1 + ln(context / original) / ln(original)).
+        const double ratio = double(p.n_ctx) / f.longrope_orig_ctx;
+        out.set_u32(a + "rope.scaling.original_context_length", uint32_t(f.longrope_orig_ctx));
+        out.set_f32(a + "rope.scaling.attn_factor", float(std::sqrt(1 + std::log(ratio) / std::log(double(f.longrope_orig_ctx)))));
+    }
+    if (f.logit_scale > 0) {
+        out.set_f32(a + "logit_scale", f.logit_scale);
+        out.set_f32(a + "embedding_scale", f.embedding_scale);
+        out.set_f32(a + "residual_scale", f.residual_scale);
+        out.set_f32(a + "attention.scale", f.attention_scale);
+    }
+}
+
+// LongRoPE divisors: 1 for short contexts; for long ones rising from 1 to about 48 over the pairs,
+// the range of Phi-4-mini's published long_factor (its exact 48 values are not reproduced here).
+std::vector<float> longrope_factors(const SynthPreset& p, bool long_factors) {
+    const int half = p.n_rot() / 2;
+    std::vector<float> factors(size_t(half), 1.0f);
+    if (long_factors)
+        for (int i = 0; i < half; ++i) factors[size_t(i)] = float(1.0 + 47.0 * std::pow(double(i) / (half - 1), 2.0));
+    return factors;
+}
+
 bool is_norm(const std::string& name) { return name.find("norm.weight") != std::string::npos; }
 bool is_bias(const std::string& name) { return name.find(".bias") != std::string::npos; }
 
@@ -116,25 +172,45 @@ std::optional<SynthPreset> find_preset(const std::string& name) {
 }
 
 std::vector<SynthTensor> synth_tensors(const SynthPreset& p) {
-    const uint64_t e = uint64_t(p.n_embd), v = uint64_t(p.n_vocab), f = uint64_t(p.n_ff);
-    const uint64_t q = uint64_t(p.n_head * p.head_dim()), kv = uint64_t(p.n_head_kv * p.head_dim());
+    const Architecture& a = *find_architecture(p.arch);
+    const uint64_t e = uint64_t(p.n_embd), v = uint64_t(p.n_vocab), f = uint64_t(p.n_ff), d = uint64_t(p.head_dim());
+    const uint64_t q = uint64_t(p.n_head) * d, kv = uint64_t(p.n_head_kv) * d;
     std::vector<SynthTensor> t = {{"token_embd.weight", {e, v}}, {"output_norm.weight", {e}}};
     if (!p.tied_output) t.push_back({"output.weight", {e, v}});
-    if (p.llama3_factor > 0) t.push_back({"rope_freqs.weight", {uint64_t(p.head_dim() / 2)}});
+    if (p.llama3_factor > 0) t.push_back({"rope_freqs.weight", {uint64_t(p.n_rot() / 2)}});
+    if (p.family.longrope_orig_ctx > 0) {
+        t.push_back({"rope_factors_long.weight", {uint64_t(p.n_rot() / 2)}});
+        t.push_back({"rope_factors_short.weight", {uint64_t(p.n_rot() / 2)}});
+    }
+    const bool per_head = a.qk_norm == QkNorm::PerHead;
     for (int l = 0; l < p.n_layer; ++l) {
         const std::string b = "blk." + std::to_string(l) + ".";
-        t.push_back({b + "attn_norm.weight", {e}});
-        t.push_back({b + "attn_q.weight", {e, q}});
-        if (p.qkv_bias) t.push_back({b + "attn_q.bias", {q}});
-        t.push_back({b + "attn_k.weight", {e, kv}});
-        if (p.qkv_bias) t.push_back({b + "attn_k.bias", {kv}});
-        t.push_back({b + "attn_v.weight", {e, kv}});
-        if (p.qkv_bias) t.push_back({b + "attn_v.bias", {kv}});
+        if (a.pre_norms) t.push_back({b + "attn_norm.weight", {e}});
+        if (a.fused_qkv) {
+            t.push_back({b + "attn_qkv.weight", {e, q + 2 * kv}});
+        } else {
+            t.push_back({b + "attn_q.weight", {e, q}});
+            if (p.qkv_bias) t.push_back({b + "attn_q.bias", {q}});
+            t.push_back({b + "attn_k.weight", {e, kv}});
+            if (p.qkv_bias) t.push_back({b + "attn_k.bias", {kv}});
+            t.push_back({b + "attn_v.weight", {e, kv}});
+            if (p.qkv_bias) t.push_back({b + "attn_v.bias", {kv}});
+        }
+        if (a.qk_norm != QkNorm::None) {
+            t.push_back({b + "attn_q_norm.weight", {per_head ? d : q}});
+            t.push_back({b + "attn_k_norm.weight", {per_head ? d : kv}});
+        }
         t.push_back({b + "attn_output.weight", {q, e}});
-        t.push_back({b + "ffn_norm.weight", {e}});
-        t.push_back({b + "ffn_gate.weight", {e, f}});
-        t.push_back({b + "ffn_up.weight", {e, f}});
+        if (a.post_norms) t.push_back({b + "post_attention_norm.weight", {e}});
+        if (a.pre_norms) t.push_back({b + "ffn_norm.weight", {e}});
+        if (a.fused_gate_up) {
+            t.push_back({b + "ffn_up.weight", {e, 2 * f}});
+        } else {
+            t.push_back({b + "ffn_gate.weight", {e, f}});
+            t.push_back({b + "ffn_up.weight", {e, f}});
+        }
         t.push_back({b + "ffn_down.weight", {f, e}});
+        if (a.post_norms) t.push_back({b + "post_ffw_norm.weight", {e}});
     }
     return t;
 }
@@ -142,7 +218,7 @@ std::vector<SynthTensor> synth_tensors(const SynthPreset& p) {
 uint64_t synth_parameter_count(const SynthPreset& p) {
     uint64_t n = 0;
     for (const SynthTensor& t : synth_tensors(p)) {
-        if (t.name == "rope_freqs.weight") continue;  // a constant table, not a parameter
+        if (t.name.rfind("rope_f", 0) == 0) continue;  // rope_freqs, rope_factors_*: constant tables, not parameters
         uint64_t k = 1;
         for (const uint64_t d : t.ne) k *= d;
         n += k;
@@ -178,10 +254,15 @@ QuantizeSummary synthesize_model(const std::string& output_path, const SynthOpti
     out.set_u32(a + "feed_forward_length", uint32_t(p.n_ff));
     out.set_u32(a + "attention.head_count", uint32_t(p.n_head));
     out.set_u32(a + "attention.head_count_kv", uint32_t(p.n_head_kv));
-    out.set_u32(a + "rope.dimension_count", uint32_t(p.head_dim()));
+    if (p.family.head_dim > 0) {
+        out.set_u32(a + "attention.key_length", uint32_t(p.head_dim()));
+        out.set_u32(a + "attention.value_length", uint32_t(p.head_dim()));
+    }
+    out.set_u32(a + "rope.dimension_count", uint32_t(p.n_rot()));
     out.set_f32(a + "rope.freq_base", p.rope_base);
     out.set_f32(a + "attention.layer_norm_rms_epsilon", p.rms_eps);
     out.set_u32(a + "vocab_size", uint32_t(p.n_vocab));
+    write_family_metadata(out, p);
     write_vocabulary(out, o);
 
     const auto tensors = synth_tensors(p);
@@ -220,6 +301,11 @@ QuantizeSummary synthesize_model(const std::string& output_path, const SynthOpti
         const RowSource source = [&](size_t row, float* dst) {
             if (t.name == "rope_freqs.weight") {
                 std::copy(rope_factors.begin(), rope_factors.end(), dst);
+                return;
+            }
+            if (t.name.rfind("rope_factors_", 0) == 0) {
+                const auto factors = longrope_factors(p, t.name == "rope_factors_long.weight");
+                std::copy(factors.begin(), factors.end(), dst);
                 return;
             }
             const uint64_t row_seed = mix64(tensor_seed + row);

@@ -12,17 +12,30 @@
 
 namespace rill {
 
+// What the newer families add to the Llama shape; zero means "as Llama" for each field.
+struct SynthFamilyShape {
+    int head_dim = 0;              // 0: n_embd / n_head
+    int n_rot = 0;                 // rotated dimensions per head; 0: the whole head (phi-4-mini: 3/4)
+    int n_swa = 0;                 // sliding window of the local layers (gemma3)
+    float rope_base_swa = 0;       // their rope base
+    float rope_linear_factor = 0;  // linear rope scaling of the global layers (gemma3 4b and up)
+    int longrope_orig_ctx = 0;     // > 0: LongRoPE factor tensors and attn_factor (phi-4-mini)
+    float embedding_scale = 0, residual_scale = 0, attention_scale = 0, logit_scale = 0;  // granite
+};
+
 struct SynthPreset {
     std::string name;
-    std::string arch;  // "llama" or "qwen2"
+    std::string arch;  // one of supported_architectures()
     int n_vocab, n_embd, n_layer, n_ff, n_head, n_head_kv, n_ctx;
     float rope_base, rms_eps;
     bool tied_output;     // no output.weight: the output reuses token_embd
     bool qkv_bias;        // qwen2
     float llama3_factor;  // > 0: Llama 3.1-style rope_freqs with this scaling factor
     const char* source;   // where the configuration comes from
+    SynthFamilyShape family = {};
 
-    int head_dim() const { return n_embd / n_head; }
+    int head_dim() const { return family.head_dim > 0 ? family.head_dim : n_embd / n_head; }
+    int n_rot() const { return family.n_rot > 0 ? family.n_rot : head_dim(); }
 };
 
 const std::vector<SynthPreset>& synth_presets();

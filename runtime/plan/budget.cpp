@@ -24,7 +24,7 @@ uint64_t ModelShape::weight_bytes() const {
 uint64_t ModelShape::n_params() const {
     uint64_t n = 0;
     for (const TensorShape& t : tensors)
-        if (t.name != "rope_freqs.weight") n += t.row_length * t.rows;
+        if (t.name.rfind("rope_f", 0) != 0) n += t.row_length * t.rows;  // not rope_freqs / rope_factors_*
     return n;
 }
 
@@ -53,13 +53,14 @@ ModelShape shape_of_preset(const SynthPreset& p, const QuantRecipe& recipe) {
     hp.n_head = p.n_head;
     hp.n_head_kv = p.n_head_kv;
     hp.head_dim = p.head_dim();
-    hp.n_rot = p.head_dim();
+    hp.n_rot = p.n_rot();
     hp.n_ctx_train = p.n_ctx;
     hp.rms_eps = p.rms_eps;
     hp.family = find_architecture(p.arch);
     hp.rope.freq_base = p.rope_base;
     hp.rope_style = hp.family->rope_style;
-    set_layer_pattern(hp, 0);
+    hp.n_swa = p.family.n_swa;
+    set_layer_pattern(hp, hp.family->default_swa_pattern);
 
     const std::vector<SynthTensor> tensors = synth_tensors(p);
     std::vector<std::string> names;
@@ -79,6 +80,12 @@ uint64_t kv_bytes_per_token(const Hparams& hp, KvType kv_type) {
     return uint64_t(2) * uint64_t(hp.n_layer) * uint64_t(hp.kv_dim()) * kv_type_bytes(kv_type);
 }
 
+uint64_t kv_cache_bytes(const Hparams& hp, int n_ctx, int n_batch, KvType kv_type) {
+    uint64_t slots = 0;
+    for (int l = 0; l < hp.n_layer; ++l) slots += uint64_t(kv_layer_slots(hp, l, std::max(0, n_ctx), n_batch));
+    return uint64_t(2) * slots * uint64_t(hp.kv_dim()) * kv_type_bytes(kv_type);
+}
+
 DecodeBudget decode_bytes_per_token(const ModelShape& shape, int position, KvType kv_type) {
     DecodeBudget budget;
     for (const TensorShape& t : shape.tensors) {
@@ -87,7 +94,13 @@ DecodeBudget decode_bytes_per_token(const ModelShape& shape, int position, KvTyp
         if (t.name == "token_embd.weight") budget.weight_bytes += t.bytes / t.rows + (shape.tied_output ? t.bytes : 0);
         else budget.weight_bytes += t.bytes;  // rope_freqs included: read for every position's angles
     }
-    budget.kv_bytes = kv_bytes_per_token(shape.hp, kv_type) * uint64_t(std::max(0, position));
+    // Each layer reads the keys and values of every earlier position, a sliding one its window's.
+    const Hparams& hp = shape.hp;
+    const uint64_t per_position = uint64_t(2) * uint64_t(hp.kv_dim()) * kv_type_bytes(kv_type);
+    for (int l = 0; l < hp.n_layer; ++l) {
+        const int seen = hp.window(l) > 0 ? std::min(std::max(0, position), hp.window(l)) : std::max(0, position);
+        budget.kv_bytes += per_position * uint64_t(seen);
+    }
     return budget;
 }
 
@@ -96,9 +109,14 @@ double prompt_flops(const ModelShape& shape, int n_tokens) {
     double per_token = 0;
     for (const TensorShape& t : shape.tensors)
         if (t.is_matrix() && t.name.rfind("blk.", 0) == 0) per_token += 2.0 * double(t.row_length) * double(t.rows);
-    // Token t attends to t + 1 positions: scores q·k and the weighted sum of values, per head.
-    const double attended = double(n_tokens) * double(n_tokens + 1) / 2;
-    const double attention = 4.0 * double(hp.head_dim) * double(hp.n_head) * double(hp.n_layer) * attended;
+    // Token t attends to t + 1 positions (a sliding layer: at most its window): scores q·k and the
+    // weighted sum of values, per head.
+    double attended = 0;
+    for (int l = 0; l < hp.n_layer; ++l) {
+        const double n = n_tokens, w = hp.window(l);
+        attended += w <= 0 || w >= n ? n * (n + 1) / 2 : w * (w + 1) / 2 + (n - w) * w;
+    }
+    const double attention = 4.0 * double(hp.head_dim) * double(hp.n_head) * attended;
     const double output = 2.0 * double(hp.n_vocab) * double(hp.n_embd);
     return per_token * double(n_tokens) + attention + output;
 }
@@ -109,7 +127,7 @@ MemoryNeeds memory_needs(const ModelShape& shape, int n_ctx, int n_batch, int n_
     const Hparams& hp = shape.hp;
     MemoryNeeds needs;
     needs.weights = shape.weight_bytes();
-    needs.kv_cache = kv_bytes_per_token(hp, kv_type) * uint64_t(std::max(0, n_ctx));
+    needs.kv_cache = kv_cache_bytes(hp, n_ctx, n_batch, kv_type);
     // What Session, matmul and batch attention allocate at most (see their resize calls).
     const uint64_t batch = uint64_t(std::max(1, std::min(n_batch, n_ctx)));
     const uint64_t threads = uint64_t(std::max(1, n_threads)), ctx = uint64_t(std::max(1, n_ctx));

@@ -44,6 +44,9 @@ struct DecodeBudget {
 
 // Keys and values of one position, all layers.
 uint64_t kv_bytes_per_token(const Hparams& hp, KvType kv_type);
+// The KV cache a session allocates: every layer's slots (a sliding layer's ring only its window plus
+// a chunk, as llama.cpp's default cache without --swa-full).
+uint64_t kv_cache_bytes(const Hparams& hp, int n_ctx, int n_batch, KvType kv_type);
 // The bytes one decode step reads at `position` (the number of tokens already in the KV cache).
 DecodeBudget decode_bytes_per_token(const ModelShape& shape, int position, KvType kv_type);
 // Floating-point operations (a multiply-add is two) of a prompt of n_tokens evaluated from position 0,

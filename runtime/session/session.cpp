@@ -32,6 +32,10 @@ void check_token_ids(const Hparams& hp, std::span<const int32_t> tokens) {
 
 }  // namespace
 
+int kv_layer_slots(const Hparams& hp, int layer, int n_ctx, int n_batch) {
+    return hp.sliding(layer) ? std::min(n_ctx, hp.n_swa + std::max(1, n_batch)) : n_ctx;
+}
+
 int default_thread_count() { return std::max(1u, std::thread::hardware_concurrency()); }
 
 Session::Session(const Model& model, const SessionOptions& options)
@@ -45,11 +49,8 @@ Session::Session(const Model& model, const SessionOptions& options)
         throw Error("thread count " + std::to_string(std::max(n_threads_, n_threads_batch_)) + " is too large");
     const int most_threads = std::max(n_threads_, n_threads_batch_);
     const Hparams& hp = model.hp;
-    // A sliding layer's ring holds its window plus one prompt chunk: a chunk stores all its keys
-    // before attending, and its first token still needs the window before it.
-    std::vector<int> capacity(size_t(hp.n_layer), n_ctx_);
-    for (int l = 0; l < hp.n_layer; ++l)
-        if (hp.sliding(l)) capacity[size_t(l)] = std::min(n_ctx_, hp.n_swa + n_batch_);
+    std::vector<int> capacity(size_t(hp.n_layer));
+    for (int l = 0; l < hp.n_layer; ++l) capacity[size_t(l)] = kv_layer_slots(hp, l, n_ctx_, n_batch_);
     kv_ = KvCache(options.kv_type, hp.n_layer, n_ctx_, hp.kv_dim(), std::move(capacity));
     // LongRoPE: llama.cpp picks the long factors when the context exceeds the original one.
     rope_factors_ = model.rope_freqs ? model.rope_freqs

@@ -27,6 +27,11 @@ struct SessionOptions {
 
 int default_thread_count();
 
+// Slots of a layer's KV cache in a session of n_ctx positions and n_batch-token chunks: the whole
+// context, or for a sliding-window layer its window plus one chunk (a chunk stores all its keys
+// before attending, and its first token still needs the window before it).
+int kv_layer_slots(const Hparams& hp, int layer, int n_ctx, int n_batch);
+
 // Activation buffers a micro-batch of n_batch tokens needs (ensure_batch below), in bytes; with
 // gemm_scratch_bytes and the KV cache this is all a prompt adds to the weights.
 size_t batch_activation_bytes(const Hparams& hp, int n_batch);

@@ -19,6 +19,12 @@ constexpr const char* kLlama3 =
 constexpr const char* kQwen2 =
     R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
+// o200k's expression: words split at case changes, contractions attached, as tokenizer.json has it.
+constexpr const char* kGpt4o =
+    R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|)"
+    R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|)"
+    R"(\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
 struct Recipe {
     const char* name;
     std::vector<const char*> expressions;
@@ -30,6 +36,8 @@ const std::vector<Recipe>& recipes() {
         {"llama-bpe", {kLlama3}},
         {"llama3", {kLlama3}},
         {"smaug-bpe", {kLlama3}},
+        {"dbrx", {kLlama3}},  // OLMo 2, Phi-4: cl100k's expression, which is Llama 3's
+        {"gpt-4o", {kGpt4o}},  // Phi-4-mini
         {"gpt-2", {kGpt2}},
         {"phi-2", {kGpt2}},
         {"mpt", {kGpt2}},
