@@ -156,4 +156,51 @@ inline GgufBuilder tiny_llama(const std::string& skip = "") {
     return b;
 }
 
+// A one-layer model of a newer family with every key and tensor its description reads: qwen3, gemma3
+// (sliding window 4, soft-capping), phi3 (fused tensors, LongRoPE factors), smollm3, olmo2, granite
+// (its four scales), or qwen3 with YaRN ("qwen3-yarn"). `skip` leaves out one tensor.
+inline GgufBuilder tiny_family(const std::string& family, const std::string& skip = "") {
+    const std::string arch = family == "qwen3-yarn" ? "qwen3" : family;
+    const uint64_t e = 8, ff = 16, n_vocab = 4, d = 4, q = 2 * d, kv = d;
+    const std::string a = arch + ".";
+    GgufBuilder b;
+    b.kv_string("general.architecture", arch)
+        .kv_u32(a + "embedding_length", uint32_t(e))
+        .kv_u32(a + "block_count", 1)
+        .kv_u32(a + "feed_forward_length", uint32_t(ff))
+        .kv_u32(a + "attention.head_count", 2)
+        .kv_u32(a + "attention.head_count_kv", 1)
+        .kv_u32(a + "attention.key_length", uint32_t(d))
+        .kv_u32(a + "context_length", 32)
+        .kv_f32(a + "attention.layer_norm_rms_epsilon", 1e-6f)
+        .kv_string("tokenizer.ggml.model", "llama");
+    if (arch == "gemma3") b.kv_u32(a + "attention.sliding_window", 4).kv_f32(a + "final_logit_softcapping", 30.0f);
+    if (arch == "granite")
+        b.kv_f32(a + "logit_scale", 8).kv_f32(a + "embedding_scale", 12).kv_f32(a + "residual_scale", 0.22f).kv_f32(a + "attention.scale", 0.25f);
+    if (family == "qwen3-yarn")
+        b.kv_string(a + "rope.scaling.type", "yarn").kv_f32(a + "rope.scaling.factor", 4).kv_u32(a + "rope.scaling.original_context_length", 8);
+    if (arch == "phi3") b.kv_u32(a + "rope.scaling.original_context_length", 8).kv_f32(a + "rope.scaling.attn_factor", 1.2f);
+    std::vector<std::string> tokens;
+    for (uint64_t i = 0; i < n_vocab; ++i) tokens.push_back("t" + std::to_string(i));
+    b.kv_string_array("tokenizer.ggml.tokens", tokens);
+    std::vector<std::pair<std::string, std::vector<uint64_t>>> t = {{"token_embd.weight", {e, n_vocab}}, {"output_norm.weight", {e}}};
+    const bool pre = arch != "olmo2", post = arch == "gemma3" || arch == "olmo2", fused = arch == "phi3";
+    if (fused) t.insert(t.end(), {{"rope_factors_long.weight", {d / 2}}, {"rope_factors_short.weight", {d / 2}}});
+    if (pre) t.push_back({"blk.0.attn_norm.weight", {e}});
+    if (fused) t.push_back({"blk.0.attn_qkv.weight", {e, q + 2 * kv}});
+    else t.insert(t.end(), {{"blk.0.attn_q.weight", {e, q}}, {"blk.0.attn_k.weight", {e, kv}}, {"blk.0.attn_v.weight", {e, kv}}});
+    if (arch == "qwen3" || arch == "gemma3") t.insert(t.end(), {{"blk.0.attn_q_norm.weight", {d}}, {"blk.0.attn_k_norm.weight", {d}}});
+    if (arch == "olmo2") t.insert(t.end(), {{"blk.0.attn_q_norm.weight", {q}}, {"blk.0.attn_k_norm.weight", {kv}}});
+    t.push_back({"blk.0.attn_output.weight", {q, e}});
+    if (post) t.push_back({"blk.0.post_attention_norm.weight", {e}});
+    if (pre) t.push_back({"blk.0.ffn_norm.weight", {e}});
+    if (fused) t.push_back({"blk.0.ffn_up.weight", {e, 2 * ff}});
+    else t.insert(t.end(), {{"blk.0.ffn_gate.weight", {e, ff}}, {"blk.0.ffn_up.weight", {e, ff}}});
+    t.push_back({"blk.0.ffn_down.weight", {ff, e}});
+    if (post) t.push_back({"blk.0.post_ffw_norm.weight", {e}});
+    for (const auto& [name, dims] : t)
+        if (name != skip) b.f32_tensor(name, dims, dims.size() == 1 ? 1.0f : 0.01f);
+    return b;
+}
+
 }  // namespace rill::test

@@ -1,6 +1,8 @@
 // Loading a model: hyperparameters from metadata, checked against every tensor's shape.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "gguf_builder.h"
 #include "runtime/base/error.h"
 #include "runtime/model/model.h"
@@ -72,4 +74,70 @@ TEST_CASE("absurd hyperparameters are refused before anything is allocated", "[m
     GgufBuilder c;
     c.kv_string("general.architecture", "llama").kv_u32("llama.embedding_length", 8).kv_u32("llama.block_count", 5000000);
     CHECK_THAT(load_error(c), Catch::Contains("'llama.block_count' is 5000000, outside 1..1024"));
+}
+
+TEST_CASE("a tiny model of every newer family loads and runs with finite logits", "[model][arch]") {
+    for (const char* family : {"qwen3", "qwen3-yarn", "gemma3", "phi3", "smollm3", "olmo2", "granite"}) {
+        INFO(family);
+        const std::vector<uint8_t> bytes = test::tiny_family(family).bytes();
+        const auto m = model_from_gguf(GgufFile::parse(bytes, "m.gguf"));
+        Session s(*m, SessionOptions{.n_threads = 1});
+        const std::vector<int32_t> tokens = {0, 1, 2, 3, 0, 1, 2, 3, 3};  // longer than gemma3's window of 4
+        for (const float x : s.eval(tokens)) REQUIRE(std::isfinite(x));
+    }
+}
+
+TEST_CASE("each family's keys become its hyperparameters, with llama.cpp's defaults where a key is missing", "[model][arch]") {
+    const auto load = [](const char* family) {
+        static std::vector<std::vector<uint8_t>> keep;  // the model views the bytes
+        keep.push_back(test::tiny_family(family).bytes());
+        return model_from_gguf(GgufFile::parse(keep.back(), "m.gguf"));
+    };
+    const auto gemma = load("gemma3");
+    CHECK(gemma->hp.n_swa == 4);
+    CHECK(gemma->hp.rope_local.freq_base == 10000.0f);  // rope.freq_base_swa missing: llama.cpp's 10000
+    CHECK(gemma->hp.embedding_scale == std::sqrt(8.0f));
+    CHECK(gemma->hp.kq_scale() == 0.5f);  // 1/sqrt(key_length 4)
+    CHECK(gemma->hp.final_logit_softcap == 30.0f);
+    const auto granite = load("granite");
+    CHECK(granite->hp.logit_scale == 8.0f);
+    CHECK(granite->hp.residual_scale == 0.22f);
+    CHECK(granite->hp.kq_scale() == 0.25f);
+    const auto yarn = load("qwen3-yarn");
+    CHECK(yarn->hp.rope.freq_scale == 0.25f);
+    CHECK(yarn->hp.rope.ext_factor == 1.0f);
+    CHECK(yarn->hp.rope.attn_factor == Approx(1 + 0.1 * std::log(4.0)));
+    const auto phi = load("phi3");
+    CHECK(phi->hp.rope.attn_factor == 1.2f);
+    CHECK(phi->layers[0].wqkv);
+    CHECK(!phi->layers[0].ffn_gate);
+    const auto smollm = load("smollm3");
+    CHECK(smollm->hp.uses_rope(0));  // only every fourth layer goes without
+}
+
+TEST_CASE("gemma3's sliding layers follow llama.cpp's pattern: the last of every six is global", "[model][arch]") {
+    const std::vector<uint8_t> bytes = test::tiny_family("gemma3").bytes();
+    const auto m = model_from_gguf(GgufFile::parse(bytes, "m.gguf"));
+    Hparams hp = m->hp;
+    hp.n_layer = 7;
+    set_layer_pattern(hp, 6);
+    CHECK(hp.layer_sliding == std::vector<uint8_t>{1, 1, 1, 1, 1, 0, 1});
+    set_layer_pattern(hp, 3);
+    CHECK(hp.layer_sliding == std::vector<uint8_t>{1, 1, 0, 1, 1, 0, 1});
+}
+
+TEST_CASE("a missing family tensor, a fused tensor of the wrong shape or an unknown rope scaling is an error naming it", "[model][arch]") {
+    CHECK_THAT(load_error(test::tiny_family("qwen3", "blk.0.attn_k_norm.weight")),
+               Catch::Contains("tensor 'blk.0.attn_k_norm.weight' is missing"));
+    CHECK_THAT(load_error(test::tiny_family("gemma3", "blk.0.post_ffw_norm.weight")),
+               Catch::Contains("tensor 'blk.0.post_ffw_norm.weight' is missing"));
+    GgufBuilder phi = test::tiny_family("phi3", "blk.0.ffn_up.weight");
+    phi.f32_tensor("blk.0.ffn_up.weight", {8, 16});  // gate | up needs 2 × 16 rows
+    CHECK_THAT(load_error(phi), Catch::Contains("tensor 'blk.0.ffn_up.weight' has shape [8, 16] but the metadata implies [8, 32]"));
+    GgufBuilder rope = test::tiny_family("qwen3");
+    rope.kv_string("qwen3.rope.scaling.type", "ntk-by-parts");
+    CHECK_THAT(load_error(rope), Catch::Contains("'qwen3.rope.scaling.type' is 'ntk-by-parts', which rill does not support"));
+    GgufBuilder base = test::tiny_family("qwen3");
+    base.kv_f32("qwen3.rope.freq_base", -1.0f);
+    CHECK_THAT(load_error(base), Catch::Contains("'qwen3.rope.freq_base' is -1"));
 }

@@ -30,7 +30,13 @@ bool gguf_seeds(const std::filesystem::path& dir) {
         .kv_string_array("s", {"a", "bc"}).tensor("q", {32, 2}, 2, std::vector<uint8_t>(36));
     const auto llama = rill::test::tiny_llama().bytes();
     const auto metadata = meta.bytes();
-    return write(dir / "tiny_llama.gguf", llama.data(), llama.size()) && write(dir / "metadata.gguf", metadata.data(), metadata.size());
+    bool ok = write(dir / "tiny_llama.gguf", llama.data(), llama.size()) && write(dir / "metadata.gguf", metadata.data(), metadata.size());
+    // Each newer family's keys and tensors, so mutations start from every description path.
+    for (const char* family : {"qwen3", "qwen3-yarn", "gemma3", "phi3", "smollm3", "olmo2", "granite"}) {
+        const auto bytes = rill::test::tiny_family(family).bytes();
+        ok = ok && write(dir / (std::string("tiny_") + family + ".gguf"), bytes.data(), bytes.size());
+    }
+    return ok;
 }
 
 // The harness's input: template source, NUL, the case's input object.
