@@ -6,6 +6,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "greedy.h"
 #include "numeric.h"
 #include "quant/fp16.h"
 #include "runtime/session/generate.h"
@@ -43,16 +44,6 @@ double max_distance(std::span<const float> logits, const nlohmann::json& referen
     return worst;
 }
 
-std::vector<int32_t> greedy(Session& session, const std::vector<int32_t>& prompt, int n) {
-    const Vocab vocab{};  // no end tokens: all n steps, as the references run
-    Sampler sampler(SamplingParams{.temperature = 0});
-    std::vector<int32_t> out;
-    generate(session, vocab, prompt, n, sampler, [&](int32_t t, std::string_view) {
-        out.push_back(t);
-        return true;
-    });
-    return out;
-}
 
 }  // namespace
 
@@ -91,7 +82,7 @@ TEST_CASE("each new family's greedy tokens follow the reference until its margin
         for (const simd::KernelPath path : simd::supported_kernel_paths()) {
             INFO(name << " on " << simd::kernel_path_name(path) << ", steps that must agree: " << must_agree);
             Session session(*c.model, options(path, 2));
-            const auto ours = greedy(session, c.data["prompt_tokens"].get<std::vector<int32_t>>(), int(ref.size()));
+            const auto ours = test::greedy(session, c.data["prompt_tokens"].get<std::vector<int32_t>>(), int(ref.size()));
             CHECK(std::vector<int32_t>(ours.begin(), ours.begin() + long(must_agree)) ==
                   std::vector<int32_t>(ref.begin(), ref.begin() + long(must_agree)));
         }

@@ -6,6 +6,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "greedy.h"
 #include "numeric.h"
 #include "quant/fp16.h"
 #include "runtime/session/generate.h"
@@ -45,16 +46,6 @@ Golden open_golden(const char* format, simd::KernelPath path) {
     return g;
 }
 
-std::vector<int32_t> greedy(Session& session, std::vector<int32_t> prompt, int n) {
-    const Vocab vocab{};  // no end tokens: generate all n, as the references do
-    Sampler sampler(SamplingParams{.temperature = 0});
-    std::vector<int32_t> out;
-    generate(session, vocab, prompt, n, sampler, [&](int32_t t, std::string_view) {
-        out.push_back(t);
-        return true;
-    });
-    return out;
-}
 
 }  // namespace
 
@@ -83,7 +74,7 @@ TEST_CASE("stories260K greedy decoding from BOS gives llama2.c's 200 tokens", "[
     Session session(*model, SessionOptions{.n_threads = 2});  // the default F16 KV cache, as `rill run` uses
     const auto expected = test::parse_ints(test::read_text(test::shared_path("models/stories260K/expected/greedy_ids_n200.txt")));
     REQUIRE(expected.size() == 200);
-    const auto ids = greedy(session, {1}, 200);
+    const auto ids = test::greedy(session, {1}, 200);
     CHECK(std::vector<int>(ids.begin(), ids.end()) == expected);
 }
 
@@ -198,7 +189,7 @@ TEST_CASE("every golden model's greedy tokens follow the reference until its mar
         const nlohmann::json& golden = g.data;
         const auto ref = golden["ref_greedy"].get<std::vector<int32_t>>();
         const auto margins = golden["ref_greedy_step_margins"].get<std::vector<double>>();
-        const auto ours = greedy(*g.session, golden["prompt_tokens"].get<std::vector<int32_t>>(), int(ref.size()));
+        const auto ours = test::greedy(*g.session, golden["prompt_tokens"].get<std::vector<int32_t>>(), int(ref.size()));
         size_t must_agree = 0;
         while (must_agree < ref.size() && margins[must_agree] >= 0.25) ++must_agree;
         INFO("steps that must agree: " << must_agree);
