@@ -22,10 +22,13 @@ std::unique_ptr<Model> golden(const std::string& type) {
 // Bytes per decode step of a dense llama-shaped model whose every matrix has `type` and vectors are
 // F32, written out from the hyperparameters: per layer two norms and seven matrices, then the output
 // norm, the output matrix (or, tied, the embedding table in full: the same size) and one embedding row.
+// `norm_floats` per layer replaces the two norms where a family has other ones (q/k norms, post-norms);
+// fused QKV and gate|up matrices hold the same rows as the separate ones.
 uint64_t closed_form_bytes(int E, int L, int F, int Q, int KV, int V, TensorType type, int rope_freqs = 0,
-                           bool biases = false) {
+                           bool biases = false, int64_t norm_floats = -1) {
     const auto m = [&](uint64_t rows, uint64_t cols) { return rows * row_bytes(type, cols); };
-    const uint64_t layer = 2 * 4 * uint64_t(E) + m(Q, E) + 2 * m(KV, E) + m(E, Q) + 2 * m(F, E) + m(E, F) +
+    const uint64_t norms = norm_floats < 0 ? 2 * uint64_t(E) : uint64_t(norm_floats);
+    const uint64_t layer = 4 * norms + m(Q, E) + 2 * m(KV, E) + m(E, Q) + 2 * m(F, E) + m(E, F) +
                            (biases ? 4 * uint64_t(Q + 2 * KV) : 0);
     return uint64_t(L) * layer + 4 * uint64_t(E) + m(V, E) + row_bytes(type, E) + 4 * uint64_t(rope_freqs);
 }
@@ -57,9 +60,13 @@ TEST_CASE("every synth preset's F16 budget matches the closed form of its hyperp
     for (const SynthPreset& p : synth_presets()) {
         INFO(p.name);
         const ModelShape shape = shape_of_preset(p, *find_recipe("F16"));
-        const int q = p.n_head * p.head_dim(), kv = p.n_head_kv * p.head_dim();
-        const uint64_t expected = closed_form_bytes(p.n_embd, p.n_layer, p.n_ff, q, kv, p.n_vocab, TensorType::F16,
-                                                    p.llama3_factor > 0 ? p.head_dim() / 2 : 0, p.qkv_bias);
+        const int q = p.n_head * p.head_dim(), kv = p.n_head_kv * p.head_dim(), d = p.head_dim(), e = p.n_embd;
+        // Per layer: attn and ffn norms; qwen3 adds per-head q/k norms, gemma3 those and two post-norms,
+        // olmo2 replaces its pre-norms by post-norms and q/k norms over the projections.
+        const int64_t norms = p.arch == "qwen3" ? 2 * e + 2 * d : p.arch == "gemma3" ? 4 * e + 2 * d : p.arch == "olmo2" ? 2 * e + q + kv : -1;
+        const int rope_tables = p.llama3_factor > 0 ? p.n_rot() / 2 : p.family.longrope_orig_ctx > 0 ? p.n_rot() : 0;
+        const uint64_t expected = closed_form_bytes(p.n_embd, p.n_layer, p.n_ff, q, kv, p.n_vocab, TensorType::F16, rope_tables,
+                                                    p.qkv_bias, norms);
         CHECK(decode_bytes_per_token(shape, 0, KvType::F16).weight_bytes == expected);
         CHECK(kv_bytes_per_token(shape.hp, KvType::F16) == uint64_t(2) * p.n_layer * kv * 2);
         // The file holds the embedding table once more than a step reads it, unless the output is tied.
@@ -75,12 +82,36 @@ TEST_CASE("known models' KV cache per token: TinyLlama 22 KiB, Llama 2 7B 512 Ki
     CHECK(kv("llama-3.1-8b") == 131072);
 }
 
+TEST_CASE("a sliding-window model's KV cache and decode reads count each local layer's window only", "[budget][swa]") {
+    const ModelShape shape = shape_of_preset(*find_preset("gemma-3-4b"), *find_recipe("Q4_K_M"));
+    const Hparams& hp = shape.hp;
+    int local = 0;
+    for (int l = 0; l < hp.n_layer; ++l) local += hp.sliding(l);
+    CHECK(local == 29);  // 34 layers, every sixth global
+    const uint64_t row = uint64_t(2) * 4 * 256 * 2;  // keys and values of one position, one layer, F16
+    // 8,192 tokens: the global layers keep all of them, the local ones their window of 1024 plus a chunk.
+    CHECK(kv_cache_bytes(hp, 8192, 512, KvType::F16) == row * (5 * 8192 + 29 * (1024 + 512)));
+    CHECK(memory_needs(shape, 8192, 512, 2, KvType::F16).kv_cache == kv_cache_bytes(hp, 8192, 512, KvType::F16));
+    CHECK(decode_bytes_per_token(shape, 4000, KvType::F16).kv_bytes == row * (5 * 4000 + 29 * 1024));
+    CHECK(decode_bytes_per_token(shape, 100, KvType::F16).kv_bytes == row * 34 * 100);
+}
+
+TEST_CASE("a sliding-window model's prompt FLOPs count each local layer's window only", "[budget][swa]") {
+    const ModelShape shape = shape_of_preset(*find_preset("gemma-3-1b"), *find_recipe("Q8_0"));
+    ModelShape full = shape;
+    full.hp.layer_sliding.assign(size_t(full.hp.n_layer), 0);
+    const double n = 2048, w = 512, per_pair = 4.0 * 256 * 4;  // head size 256, 4 query heads
+    const double saved = 22 * per_pair * ((n * (n + 1) / 2) - (w * (w + 1) / 2 + (n - w) * w));  // 22 local layers
+    CHECK(prompt_flops(full, 2048) - prompt_flops(shape, 2048) == Approx(saved).epsilon(1e-12));
+}
+
 TEST_CASE("a preset's size in a quantization mix is what rill synth writes", "[budget]") {
-    for (const char* type : {"Q4_0", "Q8_0", "Q4_K_M", "Q2_K"}) {
-        INFO(type);
-        const SynthPreset p = *find_preset("llama-3.1-8b");
-        CHECK(shape_of_preset(p, *find_recipe(type)).weight_bytes() == synth_weight_bytes(p, *find_recipe(type)));
-    }
+    for (const char* name : {"llama-3.1-8b", "gemma-3-4b", "phi-4-mini", "olmo-2-1b"})
+        for (const char* type : {"Q4_0", "Q8_0", "Q4_K_M", "Q2_K"}) {
+            INFO(name << " " << type);
+            const SynthPreset p = *find_preset(name);
+            CHECK(shape_of_preset(p, *find_recipe(type)).weight_bytes() == synth_weight_bytes(p, *find_recipe(type)));
+        }
 }
 
 TEST_CASE("a prompt's FLOPs are two per weight per token plus attention and one row of logits", "[budget]") {
