@@ -166,11 +166,17 @@ Hparams read_hparams(const GgufFile& f) {
     if (a.granite_scales) {
         if (!f.find(p + "logit_scale")) throw Error(f.name() + ": metadata '" + p + "logit_scale' is missing");
         hp.logit_scale = number(f, p + "logit_scale", 1.0, 0, 1e6);
-        hp.embedding_scale = number(f, p + "embedding_scale", 1.0, 0, 1e6);
-        hp.residual_scale = number(f, p + "residual_scale", 1.0, 0, 1e6);
+        // As llama.cpp: a missing or zero scale means none.
+        const auto scale = [&](const char* key) {
+            const float v = number(f, p + key, 0.0, -1e-30, 1e6);
+            return v == 0 ? 1.0f : v;
+        };
+        hp.embedding_scale = scale("embedding_scale");
+        hp.residual_scale = scale("residual_scale");
     }
-    // attention.scale: granite's and smollm3's kq scale; gemma3 derives its own.
-    if (hp.arch == "granite" || hp.arch == "smollm3") hp.attention_scale = number(f, p + "attention.scale", 0.0, -1e-30, 1e6);
+    // attention.scale is granite's kq scale (smollm3's graph would take one, but llama.cpp never
+    // loads it); gemma3 derives its own.
+    if (a.granite_scales) hp.attention_scale = number(f, p + "attention.scale", 0.0, -1e-30, 1e6);
     if (hp.arch == "gemma3")
         hp.attention_scale = hp.n_layer == 62 ? 1.0f / std::sqrt(float(hp.n_embd / hp.n_head)) : 1.0f / std::sqrt(float(hp.head_dim));
     hp.final_logit_softcap = number(f, p + "final_logit_softcapping", 0.0, -1e-30, 1e6);
