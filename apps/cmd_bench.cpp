@@ -255,6 +255,7 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 struct RepTiming {
     double seconds = 0;
     double ttft_ms = 0;
+    uint64_t expert_bytes = 0;  // expert weights the timed tokens read (a mixture of experts)
 };
 
 RepTiming run_prompt(Session& session, std::span<const int32_t> prompt, std::span<const int32_t> context) {
@@ -269,6 +270,7 @@ RepTiming run_prompt(Session& session, std::span<const int32_t> prompt, std::spa
 RepTiming run_decode(Session& session, std::span<const int32_t> tokens, std::span<const int32_t> context) {
     session.reset();
     if (!context.empty()) session.eval(context);  // untimed: the cache is filled to the row's depth
+    session.take_expert_bytes();
     RepTiming timing;
     const auto start = Clock::now();
     for (size_t i = 0; i < tokens.size(); ++i) {
@@ -276,6 +278,7 @@ RepTiming run_decode(Session& session, std::span<const int32_t> tokens, std::spa
         if (i == 0) timing.ttft_ms = seconds_since(start) * 1e3;
     }
     timing.seconds = seconds_since(start);
+    timing.expert_bytes = session.take_expert_bytes();
     return timing;
 }
 
@@ -712,12 +715,14 @@ int bench(const BenchFlags& f) {
 
             // With llama.cpp, rill and llama.cpp take turns rep by rep: the host is shared and its load
             // drifts, so each ratio compares two runs made moments apart, never distant ones.
+            uint64_t expert_bytes = 0;
             for (int rep = 0; rep < f.repetitions; ++rep) {
                 const std::string of = " rep " + std::to_string(rep + 1) + "/" + std::to_string(f.repetitions);
                 status.show(label + of, false);
                 const RepTiming timing = test.n_prompt > 0 ? run_prompt(session, all, context) : run_decode(session, all, context);
                 row.seconds.push_back(timing.seconds);
                 row.ttft_ms.push_back(timing.ttft_ms);
+                expert_bytes += timing.expert_bytes;
                 if (llama) {
                     const bool first = !llama_started && llama->via_peer_script;
                     status.show("llama.cpp " + test.name() + " t=" + std::to_string(t) + of +
@@ -727,6 +732,10 @@ int bench(const BenchFlags& f) {
                     llama_started = true;
                 }
             }
+            // A mixture of experts: GB/s from the experts the router really chose, not the expectation.
+            if (test.n_gen > 0 && shape.hp.n_expert > 0)
+                row.bytes_per_token = row.bytes_per_token - expected_expert_bytes(shape) +
+                                      expert_bytes / (uint64_t(f.repetitions) * uint64_t(test.n_gen));
             row.peak_rss_mb = peak_rss_mb();
             rows.push_back(std::move(row));
         }

@@ -100,6 +100,8 @@ int info(const InfoFlags& f) {
     // The cache a default session allocates (sliding layers keep only their window plus a chunk).
     const int ctx = default_context(hp);
     const uint64_t kv_default = kv_cache_bytes(hp, ctx, 512, KvType::F16);
+    const ModelShape shape = shape_of(*model);
+    const uint64_t n_params = shape.n_params(), n_active = shape.n_active_params();
     // What evaluating a prompt adds, at the default micro-batch: float32 weight panels per thread for
     // the GEMM backends (bounded, whatever the model's size) and the batch's activations.
     const int threads = default_thread_count();
@@ -122,10 +124,12 @@ int info(const InfoFlags& f) {
         }
         std::printf("},\"file_bytes\":%llu,\"weight_bytes\":%llu,\"kv_bytes_per_token_f16\":%llu,"
                     "\"kv_bytes_per_token_f32\":%llu,\"gemm_scratch_bytes_per_thread\":%zu,\"gemm_scratch_threads\":%d,"
-                    "\"batch_activation_bytes_512\":%zu,\"default_ctx\":%d,\"kv_cache_bytes_f16_default_ctx\":%llu}\n",
+                    "\"batch_activation_bytes_512\":%zu,\"default_ctx\":%d,\"kv_cache_bytes_f16_default_ctx\":%llu,"
+                    "\"n_params\":%llu,\"n_active_params\":%llu,\"n_expert\":%d,\"n_expert_used\":%d}\n",
                     (unsigned long long)model->file.file_size(), (unsigned long long)model->weight_bytes(),
                     (unsigned long long)kv_f16, (unsigned long long)kv_f32, panel_bytes, threads, batch_bytes, ctx,
-                    (unsigned long long)kv_default);
+                    (unsigned long long)kv_default, (unsigned long long)n_params, (unsigned long long)n_active, hp.n_expert,
+                    hp.n_expert_used);
         return 0;
     }
     std::printf("file          %s (GGUF v%u)\n", model->file.name().c_str(), model->file.version());
@@ -141,6 +145,12 @@ int info(const InfoFlags& f) {
         std::printf("sliding       %d of %d layers attend to their last %d positions (rope base %g)\n", sliding_layers, hp.n_layer,
                     hp.n_swa, hp.rope_local.freq_base);
     if (const std::string extra = features(hp); !extra.empty()) std::printf("features      %s\n", extra.c_str());
+    if (hp.n_expert > 0)
+        std::printf("experts       %d per layer, %d chosen per token (%d feed-forward each)\n", hp.n_expert, hp.n_expert_used,
+                    hp.n_ff_exp);
+    std::printf("parameters    %.2fB", double(n_params) / 1e9);
+    if (n_active != n_params) std::printf(", %.2fB active per token", double(n_active) / 1e9);
+    std::printf("\n");
     std::printf("context       %d tokens (training)\n", hp.n_ctx_train);
     std::printf("rms epsilon   %g\n", hp.rms_eps);
     std::printf("output        %s\n", model->output.tensor == model->token_embd.tensor ? "tied to token_embd" : "own matrix");

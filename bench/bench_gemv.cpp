@@ -19,7 +19,9 @@ namespace {
 struct Shape {
     int rows, cols;
 };
-constexpr Shape kShapes[] = {{4096, 4096}, {11008, 4096}, {4096, 11008}, {32000, 4096}};
+// A 7B model's layers, then the FFN up/gate of a 3B Llama (3072 wide) and of Qwen3-4B and Gemma-3-4B
+// (2560 wide): rows of a narrower model are shorter, so per-row work weighs more.
+constexpr Shape kShapes[] = {{4096, 4096}, {11008, 4096}, {4096, 11008}, {32000, 4096}, {8192, 3072}, {9728, 2560}};
 constexpr size_t kStreamBytes = size_t(256) << 20;  // 8x the 32 MiB L3 this was tuned on
 
 void BM_gemv(benchmark::State& state, rill::TensorType type, Shape shape, int threads) {

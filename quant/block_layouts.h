@@ -13,6 +13,9 @@ struct BlockQ5_0 { uint16_t d; uint8_t qh[4]; uint8_t qs[16]; };
 struct BlockQ5_1 { uint16_t d, m; uint8_t qh[4]; uint8_t qs[16]; };
 struct BlockQ8_0 { uint16_t d; int8_t qs[32]; };
 struct BlockIQ4_NL { uint16_t d; uint8_t qs[16]; };
+// OCP MX FP4: an E8M0 exponent, then element j's 4-bit E2M1 code in the low nibble of qs[j] and
+// element j + 16's in the high nibble.
+struct BlockMXFP4 { uint8_t e; uint8_t qs[16]; };
 
 // 16 sub-blocks of 16: 4-bit scale and 4-bit min per sub-block, 2-bit quants.
 struct BlockQ2_K { uint8_t scales[16]; uint8_t qs[64]; uint16_t d, dmin; };
@@ -33,6 +36,7 @@ static_assert(sizeof(BlockQ5_0) == 22);
 static_assert(sizeof(BlockQ5_1) == 24);
 static_assert(sizeof(BlockQ8_0) == 34);
 static_assert(sizeof(BlockIQ4_NL) == 18);
+static_assert(sizeof(BlockMXFP4) == 17);
 static_assert(sizeof(BlockQ2_K) == 84);
 static_assert(sizeof(BlockQ3_K) == 110);
 static_assert(sizeof(BlockQ4_K) == 144);
@@ -43,5 +47,17 @@ static_assert(sizeof(BlockIQ4_XS) == 136);
 // The 16 levels IQ4_NL and IQ4_XS quants index, from ggml.
 inline constexpr int8_t kIQ4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                           1,    13,   25,  38,  53,  69,  89,  113};
+
+// E2M1's values doubled, as ggml stores them (so they are integers); the scale is halved to match.
+inline constexpr int8_t kMXFP4Levels[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+// Half of 2^(e - 127), the E8M0 scale paired with the doubled levels: ggml's e8m0_to_fp32_half,
+// denormal for e < 2.
+inline float e8m0_half(uint8_t e) {
+    const uint32_t bits = e < 2 ? uint32_t(0x00200000) << e : uint32_t(e - 1) << 23;
+    float f;
+    __builtin_memcpy(&f, &bits, 4);
+    return f;
+}
 
 }  // namespace rill

@@ -110,6 +110,17 @@ void dequantize_iq4_nl(const uint8_t* src, float* out, size_t n_blocks) {
     }
 }
 
+void dequantize_mxfp4(const uint8_t* src, float* out, size_t n_blocks) {
+    for (size_t i = 0; i < n_blocks; ++i, out += 32) {
+        const auto b = load_block<BlockMXFP4>(src, i);
+        const float d = e8m0_half(b.e);
+        for (int j = 0; j < 16; ++j) {
+            out[j] = float(kMXFP4Levels[b.qs[j] & 0x0f]) * d;
+            out[j + 16] = float(kMXFP4Levels[b.qs[j] >> 4]) * d;
+        }
+    }
+}
+
 void dequantize_q2_k(const uint8_t* src, float* out, size_t n_blocks) {
     for (size_t i = 0; i < n_blocks; ++i) {
         const auto b = load_block<BlockQ2_K>(src, i);
@@ -263,6 +274,7 @@ constexpr TensorTypeTraits kTypes[] = {
     {TensorType::Q6_K, "Q6_K", kSuperBlock, sizeof(BlockQ6_K), dequantize_q6_k},
     {TensorType::IQ4_NL, "IQ4_NL", 32, sizeof(BlockIQ4_NL), dequantize_iq4_nl},
     {TensorType::IQ4_XS, "IQ4_XS", kSuperBlock, sizeof(BlockIQ4_XS), dequantize_iq4_xs},
+    {TensorType::MXFP4, "MXFP4", 32, sizeof(BlockMXFP4), dequantize_mxfp4},
 };
 
 // ggml's type ids up to the newest rill knows of, for naming types rill cannot read.

@@ -192,6 +192,7 @@ void quantize_row(TensorType type, const float* in, uint8_t* out, size_t n) {
         case TensorType::Q6_K: blocked = quantize_q6_k; break;
         case TensorType::IQ4_NL: blocked = quantize_iq4_nl; break;
         case TensorType::IQ4_XS: blocked = quantize_iq4_xs; break;
+        case TensorType::MXFP4: blocked = quantize_mxfp4; break;
     }
     blocked(in, out, n / traits(type).block_size);
 }

@@ -32,6 +32,7 @@ void quantize_q5_k(const float* in, uint8_t* blocks, size_t n_blocks);
 void quantize_q6_k(const float* in, uint8_t* blocks, size_t n_blocks);
 void quantize_iq4_nl(const float* in, uint8_t* blocks, size_t n_blocks);
 void quantize_iq4_xs(const float* in, uint8_t* blocks, size_t n_blocks);
+void quantize_mxfp4(const float* in, uint8_t* blocks, size_t n_blocks);
 
 // ggml's nearest_int: adding 1.5 * 2^23 leaves round(x) (ties to even) in the low mantissa bits.
 // Valid for |x| < 2^22; larger or non-finite inputs give a meaningless but defined result, as in ggml.

@@ -25,6 +25,7 @@ enum class TensorType : uint32_t {
     IQ4_NL = 20,
     IQ4_XS = 23,
     BF16 = 30,
+    MXFP4 = 39,  // gpt-oss experts: E2M1 codes with one power-of-two (E8M0) scale per 32
 };
 
 // Dequantizes n_blocks consecutive blocks starting at `blocks` into n_blocks * block_size floats.

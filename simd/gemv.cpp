@@ -130,6 +130,7 @@ DotRowsFn GemvKernels::dot_rows(TensorType type) const {
         case TensorType::Q5_K: return q5_k;
         case TensorType::Q6_K: return q6_k;
         case TensorType::IQ4_XS: return iq4_xs;
+        case TensorType::MXFP4: return mxfp4;
     }
     return nullptr;
 }

@@ -55,7 +55,7 @@ struct GemvKernels {
     KernelPath path;
     QuantizeActFn quantize_q8x32;
     QuantizeActFn quantize_q8x256;
-    DotRowsFn f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_xs;
+    DotRowsFn f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_xs, mxfp4;
     DotGroupsFn q4_0_x8, q8_0_x8, q4_k_x8, q6_k_x8;
     DotGroupsPairFn q4_0_x8_pair, q4_0_x8_quad, q6_k_x8_quad;
     WeightedSumFn weighted_sum_f32, weighted_sum_f16;

@@ -76,11 +76,33 @@ static inline I32x8 block_iq4_nl(const uint8_t* b, const int8_t* x) {
     const I8x32 w = lookup16(load_table16(kIQ4Levels), load_nibbles16(b + 2));
     return dot_u8s8(abs_bytes(w), apply_sign(load_bytes(x), w));
 }
+static inline I32x8 block_mxfp4(const uint8_t* b, const int8_t* x) {
+    const I8x32 w = lookup16(load_table16(kMXFP4Levels), load_nibbles16(b + 1));
+    return dot_u8s8(abs_bytes(w), apply_sign(load_bytes(x), w));
+}
 
 // How a block's stored values relate to its quants: w = d*(q - kOffset), or w = d*q + m.
 enum class Bias { None, Offset, Min };
+// How its scale d is stored at the block's start: a half, or an E8M0 exponent byte (MXFP4).
+enum class Scale { F16, E8M0 };
 
-template <size_t kBytes, Bias kBias, int kOffset, I32x8 (*Block)(const uint8_t*, const int8_t*)>
+template <Scale kScale>
+static inline float block_scale(const uint8_t* blk) {
+    if constexpr (kScale == Scale::E8M0) return e8m0_half(blk[0]);
+    else return half_to_float(read_u16(blk));
+}
+template <Scale kScale>
+static inline F32x8 gather_scales(const uint8_t* blk, size_t stride) {
+    if constexpr (kScale == Scale::E8M0) {
+        float d[8];
+        for (int j = 0; j < 8; ++j) d[j] = e8m0_half(blk[size_t(j) * stride]);
+        return load_f32(d);
+    } else {
+        return gather_f16(blk, stride);
+    }
+}
+
+template <size_t kBytes, Bias kBias, int kOffset, I32x8 (*Block)(const uint8_t*, const int8_t*), Scale kScale = Scale::F16>
 static float dot_row_b32(const uint8_t* w, size_t n, const uint8_t* act) {
     const size_t nb = n / 32;
     const int8_t* q = reinterpret_cast<const int8_t*>(act);
@@ -93,7 +115,7 @@ static float dot_row_b32(const uint8_t* w, size_t n, const uint8_t* act) {
         prefetch_ahead(blk, 8 * kBytes);
         I32x8 p[8];
         for (int j = 0; j < 8; ++j) p[j] = Block(blk + size_t(j) * kBytes, q + (b + size_t(j)) * 32);
-        const F32x8 dw = gather_f16(blk, kBytes);
+        const F32x8 dw = gather_scales<kScale>(blk, kBytes);
         acc = fma_f(to_f32(hsum8x8(p)), mul_f(dw, load_f32(d + b)), acc);
         if constexpr (kBias == Bias::Offset) bias = fma_f(dw, load_f32(s + b), bias);
         if constexpr (kBias == Bias::Min) bias = fma_f(gather_f16(blk + 2, kBytes), load_f32(s + b), bias);
@@ -101,7 +123,7 @@ static float dot_row_b32(const uint8_t* w, size_t n, const uint8_t* act) {
     float total = hsum_f(acc), bias_total = hsum_f(bias);
     for (; b < nb; ++b) {
         const uint8_t* blk = w + b * kBytes;
-        const float dw = half_to_float(read_u16(blk));
+        const float dw = block_scale<kScale>(blk);
         total += float(hsum32(Block(blk, q + b * 32))) * (dw * d[b]);
         if constexpr (kBias == Bias::Offset) bias_total += dw * s[b];
         if constexpr (kBias == Bias::Min) bias_total += half_to_float(read_u16(blk + 2)) * s[b];
@@ -624,6 +646,7 @@ static const GemvKernels kKernels = {
     dot_rows<dot_row_q5_k>,
     dot_rows<dot_row_q6_k>,
     dot_rows<dot_row_iq4_xs>,
+    dot_rows<dot_row_b32<17, Bias::None, 0, block_mxfp4, Scale::E8M0>>,
     dot_groups_q4_0,
     dot_groups_q8_0,
     dot_groups_q4_k,

@@ -158,8 +158,9 @@ inline GgufBuilder tiny_llama(const std::string& skip = "") {
 
 // A one-layer model of a newer family with every key and tensor its description reads: qwen3, gemma3
 // (sliding window 4, soft-capping), phi3 (fused tensors, LongRoPE factors), smollm3, olmo2, granite
-// (its four scales), or qwen3 with YaRN ("qwen3-yarn"). `skip` leaves out one tensor.
-inline GgufBuilder tiny_family(const std::string& family, const std::string& skip = "") {
+// (its four scales), qwen3 with YaRN ("qwen3-yarn"), and the mixtures of experts qwen3moe and gpt-oss
+// (4 experts, 2 chosen). `skip` leaves out one tensor.
+inline GgufBuilder tiny_family(const std::string& family, const std::string& skip = "", uint32_t n_used = 2) {
     const std::string arch = family == "qwen3-yarn" ? "qwen3" : family;
     const uint64_t e = 8, ff = 16, n_vocab = 4, d = 4, q = 2 * d, kv = d;
     const std::string a = arch + ".";
@@ -180,6 +181,12 @@ inline GgufBuilder tiny_family(const std::string& family, const std::string& ski
     if (family == "qwen3-yarn")
         b.kv_string(a + "rope.scaling.type", "yarn").kv_f32(a + "rope.scaling.factor", 4).kv_u32(a + "rope.scaling.original_context_length", 8);
     if (arch == "phi3") b.kv_u32(a + "rope.scaling.original_context_length", 8).kv_f32(a + "rope.scaling.attn_factor", 1.2f);
+    const bool moe = arch == "qwen3moe" || arch == "gpt-oss", oss = arch == "gpt-oss";
+    const uint64_t n_exp = 4, ff_exp = 8;
+    if (moe) b.kv_u32(a + "expert_count", uint32_t(n_exp)).kv_u32(a + "expert_used_count", n_used).kv_u32(a + "expert_feed_forward_length", uint32_t(ff_exp));
+    if (oss)
+        b.kv_u32(a + "attention.sliding_window", 4).kv_string(a + "rope.scaling.type", "yarn").kv_f32(a + "rope.scaling.factor", 8)
+            .kv_u32(a + "rope.scaling.original_context_length", 8);
     std::vector<std::string> tokens;
     for (uint64_t i = 0; i < n_vocab; ++i) tokens.push_back("t" + std::to_string(i));
     b.kv_string_array("tokenizer.ggml.tokens", tokens);
@@ -189,10 +196,28 @@ inline GgufBuilder tiny_family(const std::string& family, const std::string& ski
     if (pre) t.push_back({"blk.0.attn_norm.weight", {e}});
     if (fused) t.push_back({"blk.0.attn_qkv.weight", {e, q + 2 * kv}});
     else t.insert(t.end(), {{"blk.0.attn_q.weight", {e, q}}, {"blk.0.attn_k.weight", {e, kv}}, {"blk.0.attn_v.weight", {e, kv}}});
-    if (arch == "qwen3" || arch == "gemma3") t.insert(t.end(), {{"blk.0.attn_q_norm.weight", {d}}, {"blk.0.attn_k_norm.weight", {d}}});
+    if (arch == "qwen3" || arch == "gemma3" || arch == "qwen3moe")
+        t.insert(t.end(), {{"blk.0.attn_q_norm.weight", {d}}, {"blk.0.attn_k_norm.weight", {d}}});
+    if (oss)
+        t.insert(t.end(), {{"blk.0.attn_q.bias", {q}}, {"blk.0.attn_k.bias", {kv}}, {"blk.0.attn_v.bias", {kv}},
+                           {"blk.0.attn_output.bias", {e}}, {"blk.0.attn_sinks.weight", {2}}});
     if (arch == "olmo2") t.insert(t.end(), {{"blk.0.attn_q_norm.weight", {q}}, {"blk.0.attn_k_norm.weight", {kv}}});
     t.push_back({"blk.0.attn_output.weight", {q, e}});
     if (post) t.push_back({"blk.0.post_attention_norm.weight", {e}});
+    if (moe) {
+        t.insert(t.end(), {{oss ? "blk.0.post_attention_norm.weight" : "blk.0.ffn_norm.weight", {e}},
+                           {"blk.0.ffn_gate_inp.weight", {e, n_exp}},
+                           {"blk.0.ffn_gate_exps.weight", {e, ff_exp, n_exp}},
+                           {"blk.0.ffn_up_exps.weight", {e, ff_exp, n_exp}},
+                           {"blk.0.ffn_down_exps.weight", {ff_exp, e, n_exp}}});
+        if (oss)
+            t.insert(t.end(), {{"blk.0.ffn_gate_inp.bias", {n_exp}}, {"blk.0.ffn_gate_exps.bias", {ff_exp, n_exp}},
+                               {"blk.0.ffn_up_exps.bias", {ff_exp, n_exp}}, {"blk.0.ffn_down_exps.bias", {e, n_exp}}});
+        t.push_back({"output.weight", {e, n_vocab}});
+        for (const auto& [name, dims] : t)
+            if (name != skip) b.f32_tensor(name, dims, dims.size() == 1 ? 1.0f : 0.01f);
+        return b;
+    }
     if (pre) t.push_back({"blk.0.ffn_norm.weight", {e}});
     if (fused) t.push_back({"blk.0.ffn_up.weight", {e, 2 * ff}});
     else t.insert(t.end(), {{"blk.0.ffn_gate.weight", {e, ff}}, {"blk.0.ffn_up.weight", {e, ff}}});

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -161,4 +162,102 @@ TEST_CASE("a sliding-window session's saved state restores the same next logits"
     const std::vector<float> expected(la.begin(), la.end());
     const auto lb = b.eval(std::span(&next, 1));
     CHECK(std::vector<float>(lb.begin(), lb.end()) == expected);
+}
+
+// Mixtures of experts: qwen3moe-A is all F32 (float activations everywhere); gpt-oss-A's experts are
+// MXFP4, which the integer paths multiply with 8-bit activations as llama.cpp does.
+TEST_CASE("qwen3moe's log-probs are within 1e-3 of the float64 reference on every kernel path", "[arch][moe]") {
+    ArchCase c = open_case("qwen3moe-A");
+    const auto prompt = c.data["prompt_tokens"].get<std::vector<int32_t>>();
+    for (const simd::KernelPath path : simd::supported_kernel_paths()) {
+        INFO(simd::kernel_path_name(path));
+        Session session(*c.model, options(path, 2));
+        const double distance = max_distance(session.eval(prompt), c.data["ref_logprobs_last"]);
+        INFO("max |Δ log-prob| " << distance);
+        CHECK(distance < 1e-3);
+    }
+}
+
+TEST_CASE("gpt-oss's log-probs are within 1e-3 of the reference exactly, and within 1.25x llama.cpp's distance on the integer paths", "[arch][moe]") {
+    ArchCase c = open_case("gpt-oss-A");
+    const auto prompt = c.data["prompt_tokens"].get<std::vector<int32_t>>();
+    const double theirs = c.data["max_abs_diff_llamacpp_vs_ref"].get<double>();
+    for (const simd::KernelPath path : simd::supported_kernel_paths()) {
+        INFO(simd::kernel_path_name(path) << ", llama.cpp " << theirs);
+        Session session(*c.model, options(path, 2));
+        const double distance = max_distance(session.eval(prompt), c.data["ref_logprobs_last"]);
+        INFO("max |Δ log-prob| " << distance);
+        CHECK(distance < (path == simd::KernelPath::Reference ? 1e-3 : 1.25 * theirs));
+    }
+}
+
+TEST_CASE("each mixture of experts' greedy tokens follow the reference until its margin falls below 0.25", "[arch][moe]") {
+    for (const char* name : {"qwen3moe-A", "gpt-oss-A"}) {
+        ArchCase c = open_case(name);
+        const auto ref = c.data["ref_greedy"].get<std::vector<int32_t>>();
+        const auto margins = c.data["ref_greedy_step_margins"].get<std::vector<double>>();
+        size_t must_agree = 0;
+        while (must_agree < ref.size() && margins[must_agree] >= 0.25) ++must_agree;
+        INFO(name << ", steps that must agree: " << must_agree);
+        Session session(*c.model, options(simd::KernelPath::Reference, 2));
+        const auto ours = test::greedy(session, c.data["prompt_tokens"].get<std::vector<int32_t>>(), int(ref.size()));
+        CHECK(std::vector<int32_t>(ours.begin(), ours.begin() + long(must_agree)) ==
+              std::vector<int32_t>(ref.begin(), ref.begin() + long(must_agree)));
+    }
+}
+
+TEST_CASE("each mixture of experts' logits are bit-identical with 1 and 2 threads on every kernel path", "[arch][moe][threads]") {
+    for (const char* name : {"qwen3moe-A", "gpt-oss-A"}) {
+        ArchCase c = open_case(name);
+        const auto prompt = c.data["prompt_tokens"].get<std::vector<int32_t>>();
+        for (const simd::KernelPath path : simd::supported_kernel_paths()) {
+            INFO(name << " on " << simd::kernel_path_name(path));
+            Session one(*c.model, SessionOptions{.n_threads = 1, .kernels = path});
+            Session two(*c.model, SessionOptions{.n_threads = 2, .kernels = path});
+            const auto l1 = one.eval(prompt, true);
+            const std::vector<float> a(l1.begin(), l1.end());
+            const auto l2 = two.eval(prompt, true);
+            size_t differing = 0;
+            for (size_t i = 0; i < a.size(); ++i) differing += f32_to_bits(a[i]) != f32_to_bits(l2[i]);
+            CHECK(differing == 0);
+        }
+    }
+}
+
+TEST_CASE("gpt-oss's MXFP4 experts dequantize bit for bit as ggml's", "[arch][moe][mxfp4]") {
+    ArchCase c = open_case("gpt-oss-A");
+    const std::string expected = test::read_text(test::shared_path("arch/gpt-oss-A.experts.f32"));
+    REQUIRE(expected.size() == size_t(8) * 256 * 128 * 4);
+    const LayerWeights& L = c.model->layers[0];
+    REQUIRE(L.down_exps.size() == 8);
+    size_t differing = 0;
+    std::vector<float> row(128);
+    for (int e = 0; e < 8; ++e)
+        for (int r = 0; r < 256; ++r) {
+            weight_row(L.down_exps[size_t(e)], r, row.data());
+            for (int i = 0; i < 128; ++i) {
+                float want;
+                std::memcpy(&want, expected.data() + ((size_t(e) * 256 + size_t(r)) * 128 + size_t(i)) * 4, 4);
+                differing += f32_to_bits(want) != f32_to_bits(row[size_t(i)]);
+            }
+        }
+    CHECK(differing == 0);
+}
+
+TEST_CASE("several streams decoded together through a mixture of experts each get their own logits bit for bit", "[arch][moe][batch]") {
+    ArchCase c = open_case("qwen3moe-A");
+    const auto prompt = c.data["prompt_tokens"].get<std::vector<int32_t>>();
+    const std::vector<int32_t> a_prompt(prompt.begin(), prompt.begin() + 20), b_prompt(prompt.begin() + 5, prompt.end());
+    Session a(*c.model, SessionOptions{.n_threads = 2}), b(*c.model, SessionOptions{.n_threads = 2});
+    Session alone(*c.model, SessionOptions{.n_threads = 2});
+    a.eval(a_prompt);
+    b.eval(b_prompt);
+    alone.eval(b_prompt);
+    Session* both[] = {&a, &b};
+    const int32_t next[] = {7, 9};
+    Session::eval_together(both, next);
+    const auto together = b.last_logits();
+    const std::vector<float> expected(together.begin(), together.end());
+    const auto solo = alone.eval(std::span(&next[1], 1));
+    CHECK(std::vector<float>(solo.begin(), solo.end()) == expected);
 }

@@ -59,6 +59,7 @@ TEST_CASE("the KV cache holds a key and a value row per layer for every position
 TEST_CASE("every synth preset's F16 budget matches the closed form of its hyperparameters", "[budget]") {
     for (const SynthPreset& p : synth_presets()) {
         INFO(p.name);
+        if (p.family.n_expert > 0) continue;  // mixtures of experts: the next test
         const ModelShape shape = shape_of_preset(p, *find_recipe("F16"));
         const int q = p.n_head * p.head_dim(), kv = p.n_head_kv * p.head_dim(), d = p.head_dim(), e = p.n_embd;
         // Per layer: attn and ffn norms; qwen3 adds per-head q/k norms, gemma3 those and two post-norms,
@@ -80,6 +81,22 @@ TEST_CASE("known models' KV cache per token: TinyLlama 22 KiB, Llama 2 7B 512 Ki
     CHECK(kv("tinyllama-1.1b") == 22528);
     CHECK(kv("llama-2-7b") == 524288);
     CHECK(kv("llama-3.1-8b") == 131072);
+}
+
+TEST_CASE("a mixture of experts' decode step reads everything dense and the chosen share of its experts", "[budget][moe]") {
+    const SynthPreset p = *find_preset("qwen3-30b-a3b");
+    const ModelShape shape = shape_of_preset(p, *find_recipe("F16"));
+    const uint64_t e = 2048, fe = 768, n = 128;
+    const uint64_t experts = uint64_t(p.n_layer) * 3 * n * fe * row_bytes(TensorType::F16, e) / e * e;  // 3 matrices each
+    CHECK(expected_expert_bytes(shape) == experts * 8 / 128);
+    uint64_t dense = 0;
+    for (const TensorShape& t : shape.tensors)
+        if (t.name.find("_exps.") == std::string::npos) dense += t.bytes;
+    const uint64_t table = uint64_t(p.n_vocab) * row_bytes(TensorType::F16, p.n_embd);
+    CHECK(decode_bytes_per_token(shape, 0, KvType::F16).weight_bytes == dense - table + table / uint64_t(p.n_vocab) + experts / 16);
+    // Qwen3-30B-A3B: about 30.5B parameters, 3.3B of them used per token.
+    CHECK(shape.n_params() == Approx(30.5e9).epsilon(0.01));
+    CHECK(shape.n_active_params() == Approx(3.3e9).epsilon(0.03));
 }
 
 TEST_CASE("a sliding-window model's KV cache and decode reads count each local layer's window only", "[budget][swa]") {

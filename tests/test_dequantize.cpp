@@ -25,7 +25,7 @@ TEST_CASE("every readable type has ggml's block size and bytes per block", "[qua
     const Geometry expected[] = {{"F32", 1, 4},      {"F16", 1, 2},       {"BF16", 1, 2},    {"Q4_0", 32, 18},
                                  {"Q4_1", 32, 20},   {"Q5_0", 32, 22},    {"Q5_1", 32, 24},  {"Q8_0", 32, 34},
                                  {"Q2_K", 256, 84},  {"Q3_K", 256, 110},  {"Q4_K", 256, 144}, {"Q5_K", 256, 176},
-                                 {"Q6_K", 256, 210}, {"IQ4_NL", 32, 18}, {"IQ4_XS", 256, 136}};
+                                 {"Q6_K", 256, 210}, {"IQ4_NL", 32, 18}, {"IQ4_XS", 256, 136}, {"MXFP4", 32, 17}};
     REQUIRE(all_tensor_types().size() == std::size(expected));
     for (const Geometry& g : expected) {
         INFO(g.name);

@@ -51,7 +51,7 @@ TEST_CASE("a well-formed tiny model builds from bytes and runs", "[model]") {
 TEST_CASE("an unsupported architecture is an error listing the supported ones", "[model]") {
     GgufBuilder b;
     b.kv_string("general.architecture", "mamba");
-    CHECK_THAT(load_error(b), Catch::Contains("architecture 'mamba' is not supported (supported: llama, qwen2, qwen3, gemma3, phi3, smollm3, olmo2, granite)"));
+    CHECK_THAT(load_error(b), Catch::Contains("architecture 'mamba' is not supported (supported: llama, qwen2, qwen3, gemma3, phi3, smollm3, olmo2, granite, qwen3moe, gpt-oss)"));
 }
 
 TEST_CASE("metadata that disagrees with a tensor's shape names both", "[model]") {
@@ -77,7 +77,7 @@ TEST_CASE("absurd hyperparameters are refused before anything is allocated", "[m
 }
 
 TEST_CASE("a tiny model of every newer family loads and runs with finite logits", "[model][arch]") {
-    for (const char* family : {"qwen3", "qwen3-yarn", "gemma3", "phi3", "smollm3", "olmo2", "granite"}) {
+    for (const char* family : {"qwen3", "qwen3-yarn", "gemma3", "phi3", "smollm3", "olmo2", "granite", "qwen3moe", "gpt-oss"}) {
         INFO(family);
         const std::vector<uint8_t> bytes = test::tiny_family(family).bytes();
         const auto m = model_from_gguf(GgufFile::parse(bytes, "m.gguf"));
@@ -140,4 +140,14 @@ TEST_CASE("a missing family tensor, a fused tensor of the wrong shape or an unkn
     GgufBuilder base = test::tiny_family("qwen3");
     base.kv_f32("qwen3.rope.freq_base", -1.0f);
     CHECK_THAT(load_error(base), Catch::Contains("'qwen3.rope.freq_base' is -1"));
+}
+
+TEST_CASE("a mixture of experts with more chosen than there are, or an expert tensor of the wrong shape, is an error naming it", "[model][moe]") {
+    CHECK_THAT(load_error(test::tiny_family("qwen3moe", "", 5)),
+               Catch::Contains("'qwen3moe.expert_used_count' is 5, more than expert_count 4"));
+    GgufBuilder shape = test::tiny_family("gpt-oss", "blk.0.ffn_down_exps.weight");
+    shape.f32_tensor("blk.0.ffn_down_exps.weight", {8, 8, 3});
+    CHECK_THAT(load_error(shape), Catch::Contains("tensor 'blk.0.ffn_down_exps.weight' has shape [8, 8, 3] but the metadata implies [8, 8, 4]"));
+    CHECK_THAT(load_error(test::tiny_family("gpt-oss", "blk.0.attn_sinks.weight")), Catch::Contains("tensor 'blk.0.attn_sinks.weight' is missing"));
+    CHECK_THAT(load_error(test::tiny_family("gpt-oss", "blk.0.ffn_up_exps.bias")), Catch::Contains("tensor 'blk.0.ffn_up_exps.bias' is missing"));
 }

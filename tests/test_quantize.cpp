@@ -98,6 +98,7 @@ double round_trip_bound(TensorType type) {
         case TensorType::IQ4_XS: return 0.1;
         case TensorType::Q3_K: return 0.2;
         case TensorType::Q2_K: return 0.38;
+        case TensorType::MXFP4: return 0.14;  // 4-bit floats under a power-of-two scale: measured 0.112
     }
     return 0.0;
 }
@@ -216,7 +217,10 @@ TEST_CASE("one huge value in a row is kept and leaves the other blocks untouched
         CHECK(changed_elsewhere == 0);
         std::vector<float> out(n);
         dequantize_row(t.type, q_spiked.data(), out.data(), n);
-        CHECK(out[at] == Approx(1000.0f).epsilon(1e-3));
+        // MXFP4's scale is a power of two and its largest level 12, so 1000 becomes 12 · 2^6 = 768,
+        // as in ggml: kept as the block's largest value, to the format's resolution.
+        if (t.type == TensorType::MXFP4) CHECK(out[at] == 768.0f);
+        else CHECK(out[at] == Approx(1000.0f).epsilon(1e-3));
     }
 }
 
@@ -227,4 +231,21 @@ TEST_CASE("a negative-only row round-trips through every type with small error",
         INFO(t.name);
         CHECK(relative_rmse(row, round_trip(t.type, row)) <= round_trip_bound(t.type));
     }
+}
+
+TEST_CASE("MXFP4 quantizes as ggml's reference: the exponent from the block's largest magnitude, each value to its nearest level", "[quantize][mxfp4]") {
+    // amax 5: floor(log2 5) - 2 + 127 = 127, scale 2^-1; 5 / 0.5 = 10 lies between levels 8 and 12,
+    // nearer 8 (the first on a tie), and -0.3 / 0.5 = -0.6 goes to -1.
+    std::vector<float> row(32, 0.0f);
+    row[0] = 5.0f;
+    row[17] = -0.3f;
+    std::vector<uint8_t> q(row_bytes(TensorType::MXFP4, 32));
+    quantize_row(TensorType::MXFP4, row.data(), q.data(), 32);
+    CHECK(q[0] == 127);
+    CHECK((q[1] & 0x0f) == 6);  // level 8
+    CHECK((q[2] >> 4) == 9);    // level -1, element 17 in the high nibble of byte 1 + 1
+    std::vector<float> back(32);
+    dequantize_row(TensorType::MXFP4, q.data(), back.data(), 32);
+    CHECK(back[0] == 4.0f);
+    CHECK(back[17] == -0.5f);
 }

@@ -38,7 +38,7 @@ void gemm(GemmBackend backend, OnednnGemm* onednn, int thread, const GemmShape& 
 }  // namespace
 
 void batch_attention(const Hparams& hp, const KvCache& kv, int layer, int pos0, int n_tokens, const float* q, float* out,
-                     GemmBackend backend, OnednnGemm* onednn, int n_threads, AttentionScratch& s) {
+                     GemmBackend backend, OnednnGemm* onednn, int n_threads, AttentionScratch& s, const float* sinks) {
     const int D = hp.head_dim, group = hp.n_head / hp.n_head_kv, row = hp.n_head * D, window = hp.window(layer);
     const float scale = hp.kq_scale();
     const int n_blocks = (n_tokens + kQueryBlock - 1) / kQueryBlock;
@@ -78,7 +78,8 @@ void batch_attention(const Hparams& hp, const KvCache& kv, int layer, int pos0, 
                         const int end = pos0 + first + i + 1 - oldest;
                         const int begin = window > 0 ? std::max(0, end - window) : 0;
                         for (int p = begin; p < end; ++p) r[p] *= scale;
-                        softmax(r + begin, end - begin);
+                        if (sinks) softmax_with_sink(r + begin, end - begin, sinks[h]);
+                        else softmax(r + begin, end - begin);
                         std::fill(r, r + begin, 0.0f);
                         std::fill(r + end, r + n_pos, 0.0f);
                     }

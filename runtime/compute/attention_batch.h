@@ -26,6 +26,7 @@ struct AttentionScratch {
 // q and out are [token][n_head][head_dim]. Each (head, block) is one thread's, so results do not
 // depend on the thread count.
 void batch_attention(const Hparams& hp, const KvCache& kv, int layer, int pos0, int n_tokens, const float* q, float* out,
-                     GemmBackend backend, OnednnGemm* onednn, int n_threads, AttentionScratch& scratch);
+                     GemmBackend backend, OnednnGemm* onednn, int n_threads, AttentionScratch& scratch,
+                     const float* sinks = nullptr);
 
 }  // namespace rill

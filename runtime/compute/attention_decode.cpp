@@ -15,7 +15,7 @@ DecodeAttentionScratch::DecodeAttentionScratch(int n_threads, int n_ctx, int hea
     : n_ctx(n_ctx), scores(size_t(n_threads) * size_t(n_ctx)), head(size_t(n_threads) * size_t(head_dim)) {}
 
 void decode_attention(const Hparams& hp, int layer, std::span<const KvPlace> places, const float* q_all, float* out_all,
-                      simd::KernelPath path, int n_threads, DecodeAttentionScratch& s) {
+                      simd::KernelPath path, int n_threads, DecodeAttentionScratch& s, const float* sinks) {
     const int D = hp.head_dim, group = hp.n_head / hp.n_head_kv, window = hp.window(layer);
     const float scale = hp.kq_scale();
     const int pairs = int(places.size()) * hp.n_head;
@@ -48,7 +48,8 @@ void decode_attention(const Hparams& hp, int layer, std::span<const KvPlace> pla
                 kv.load_key(layer, oldest + p, kv_offset, D, buf);
                 scores[p] = simd::dot(q, buf, size_t(D)) * scale;
             }
-            softmax(scores, n_pos);
+            if (sinks) softmax_with_sink(scores, n_pos, sinks[h]);
+            else softmax(scores, n_pos);
             std::fill(out, out + D, 0.0f);
             for (int p = 0; p < n_pos; ++p) {
                 kv.load_value(layer, oldest + p, kv_offset, D, buf);
@@ -67,7 +68,8 @@ void decode_attention(const Hparams& hp, int layer, std::span<const KvPlace> pla
         dot(keys + first, row_stride, size_t(head_slots), size_t(D), qb, scores);
         if (n_pos > head_slots) dot(keys + wrapped, row_stride, size_t(n_pos - head_slots), size_t(D), qb, scores + head_slots);
         for (int p = 0; p < n_pos; ++p) scores[p] *= scale;
-        softmax(scores, n_pos);
+        if (sinks) softmax_with_sink(scores, n_pos, sinks[h]);
+        else softmax(scores, n_pos);
         weighted_sum(values + first, row_stride, size_t(head_slots), size_t(D), scores, out);
         if (n_pos > head_slots) {
             weighted_sum(values + wrapped, row_stride, size_t(n_pos - head_slots), size_t(D), scores + head_slots, buf);

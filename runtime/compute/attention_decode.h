@@ -27,8 +27,9 @@ struct DecodeAttentionScratch {
 
 // out[t][h] = softmax(q[t][h] · keys · kq_scale) · values over the positions token t sees in layer
 // `layer` (0 .. places[t].pos, or its last window of them); q and out are [token][n_head][head_dim]. Each (token, head) is one thread's, so
-// results do not depend on the thread count. Every cache has the same KV type.
+// results do not depend on the thread count. Every cache has the same KV type. `sinks` (one logit per
+// head, or nullptr) joins each softmax's denominator.
 void decode_attention(const Hparams& hp, int layer, std::span<const KvPlace> places, const float* q, float* out,
-                      simd::KernelPath path, int n_threads, DecodeAttentionScratch& scratch);
+                      simd::KernelPath path, int n_threads, DecodeAttentionScratch& scratch, const float* sinks = nullptr);
 
 }  // namespace rill

@@ -95,6 +95,27 @@ void geglu(float* gate, const float* up, size_t n) {
     }
 }
 
+void swiglu_oai(float* gate, const float* up, size_t n) {
+    constexpr float kAlpha = 1.702f, kLimit = 7.0f;
+    for (size_t i = 0; i < n; ++i) {
+        const float x = std::min(gate[i], kLimit);
+        const float u = std::clamp(up[i], -kLimit, kLimit);
+        gate[i] = x / (1.0f + std::exp(-kAlpha * x)) * (u + 1.0f);
+    }
+}
+
+void softmax_with_sink(float* x, int n, float sink) {
+    float max = sink;
+    for (int i = 0; i < n; ++i) max = std::max(max, x[i]);
+    double sum = std::exp(double(sink) - max);
+    for (int i = 0; i < n; ++i) {
+        x[i] = std::exp(x[i] - max);
+        sum += x[i];
+    }
+    const float inv = float(1.0 / sum);
+    for (int i = 0; i < n; ++i) x[i] *= inv;
+}
+
 void softcap(float* x, size_t n, float cap) {
     for (size_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] / cap);
 }

@@ -15,6 +15,8 @@ const std::vector<QuantRecipe>& recipes() {
         {"Q2_K", T::Q2_K, 10},   {"Q3_K_S", T::Q3_K, 11},  {"Q3_K_M", T::Q3_K, 12},  {"Q3_K_L", T::Q3_K, 13},
         {"Q4_K_S", T::Q4_K, 14}, {"Q4_K_M", T::Q4_K, 15},  {"Q5_K_S", T::Q5_K, 16},  {"Q5_K_M", T::Q5_K, 17},
         {"Q6_K", T::Q6_K, 18},   {"IQ4_NL", T::IQ4_NL, 25}, {"IQ4_XS", T::IQ4_XS, 30},
+        // Experts in MXFP4, every other matrix Q8_0: how published gpt-oss files are written.
+        {"MXFP4_MOE", T::MXFP4, 38},
         // Single k-quant types by their tensor names, as --pure users may write them.
         {"Q3_K", T::Q3_K, 12},   {"Q4_K", T::Q4_K, 15},    {"Q5_K", T::Q5_K, 17},
     };
@@ -64,7 +66,7 @@ QuantMix::QuantMix(const QuantRecipe& recipe, bool pure, int n_gqa, bool tied, c
     : recipe_(recipe), pure_(pure), tied_embeddings_(tied), n_gqa_(n_gqa) {
     for (const std::string& name : names) {
         n_attn_v_ += name.find("attn_v.weight") != std::string::npos;
-        n_ffn_down_ += name.find("ffn_down.weight") != std::string::npos;
+        n_ffn_down_ += name.find("ffn_down") != std::string::npos && ends_with(name, "weight");
     }
 }
 
@@ -83,6 +85,7 @@ TensorType QuantMix::choose(const std::string& name, uint32_t n_dims, uint64_t r
     TensorType type = recipe_.base;
     if (pure_ || recipe_.base == T::F32 || recipe_.base == T::F16 || recipe_.base == T::BF16) return fit_row(type, row_length);
     const std::string& r = recipe_.name;
+    if (r == "MXFP4_MOE") return fit_row(name.find("_exps.weight") != std::string::npos ? T::MXFP4 : T::Q8_0, row_length);
     const bool output = name == "output.weight" || (tied_embeddings_ && name == "token_embd.weight");
     if (output) {
         if (row_length % 256 != 0) type = T::Q8_0;
@@ -97,7 +100,7 @@ TensorType QuantMix::choose(const std::string& name, uint32_t n_dims, uint64_t r
         else if ((r == "IQ4_NL" || r == "IQ4_XS") && n_gqa_ >= 4) type = T::Q5_K;
         else if ((r == "Q4_K_M" || r == "Q5_K_M") && use_more_bits(i, n_attn_v_)) type = T::Q6_K;
         else if (r == "Q4_K_S" && i < 4) type = T::Q5_K;
-    } else if (name.find("ffn_down.weight") != std::string::npos) {
+    } else if (name.find("ffn_down") != std::string::npos) {  // experts' too, as llama.cpp's category
         const int i = i_ffn_down_++, n = n_ffn_down_;
         if (r == "Q2_K") type = T::Q3_K;
         else if (r == "Q3_K_M") type = i < n / 16 ? T::Q5_K : T::Q4_K;

@@ -44,8 +44,16 @@ const std::vector<SynthPreset> kPresets = {
     {"granite-3.3-2b", "granite", 49159, 2048, 40, 8192, 32, 8, 131072, 1e7f, 1e-5f, true, false, 0,
      "ibm-granite/granite-3.3-2b-instruct",
      {.embedding_scale = 12.0f, .residual_scale = 0.22f, .attention_scale = 0.015625f, .logit_scale = 8.0f}},
+    // Mixtures of experts. Random routers spread tokens over the experts as trained ones do (each
+    // token's logits are a random projection of its own hidden state), so a step reads realistic bytes.
+    {"qwen3-30b-a3b", "qwen3moe", 151936, 2048, 48, 6144, 32, 4, 40960, 1e6f, 1e-6f, false, false, 0, "Qwen/Qwen3-30B-A3B",
+     {.head_dim = 128, .n_expert = 128, .n_expert_used = 8, .n_ff_exp = 768}},
+    {"gpt-oss-20b", "gpt-oss", 201088, 2880, 24, 2880, 64, 8, 131072, 150000.0f, 1e-5f, false, true, 0, "openai/gpt-oss-20b",
+     {.head_dim = 64, .n_swa = 128, .n_expert = 32, .n_expert_used = 4, .n_ff_exp = 2880, .yarn_factor = 32, .yarn_orig_ctx = 4096}},
     // Not a real model: small enough for tests, shaped like the others.
     {"tiny", "llama", 512, 256, 2, 768, 4, 2, 512, 10000.0f, 1e-5f, false, false, 0, "rill's test preset"},
+    {"tiny-moe", "qwen3moe", 512, 256, 2, 256, 4, 2, 512, 1e6f, 1e-6f, false, false, 0, "rill's test preset",
+     {.head_dim = 64, .n_expert = 8, .n_expert_used = 2, .n_ff_exp = 64}},
 };
 
 // SplitMix64: a counter-based generator, so any row can be produced independently of the others
@@ -140,6 +148,16 @@ void write_family_metadata(GgufWriter& out, const SynthPreset& p) {
         out.set_u32(a + "rope.scaling.original_context_length", uint32_t(f.longrope_orig_ctx));
         out.set_f32(a + "rope.scaling.attn_factor", float(std::sqrt(1 + std::log(ratio) / std::log(double(f.longrope_orig_ctx)))));
     }
+    if (f.n_expert > 0) {
+        out.set_u32(a + "expert_count", uint32_t(f.n_expert));
+        out.set_u32(a + "expert_used_count", uint32_t(f.n_expert_used));
+        out.set_u32(a + "expert_feed_forward_length", uint32_t(f.n_ff_exp));
+    }
+    if (f.yarn_factor > 0) {
+        out.set_string(a + "rope.scaling.type", "yarn");
+        out.set_f32(a + "rope.scaling.factor", f.yarn_factor);
+        out.set_u32(a + "rope.scaling.original_context_length", uint32_t(f.yarn_orig_ctx));
+    }
     if (f.logit_scale > 0) {
         out.set_f32(a + "logit_scale", f.logit_scale);
         out.set_f32(a + "embedding_scale", f.embedding_scale);
@@ -201,8 +219,24 @@ std::vector<SynthTensor> synth_tensors(const SynthPreset& p) {
             t.push_back({b + "attn_k_norm.weight", {per_head ? d : kv}});
         }
         t.push_back({b + "attn_output.weight", {q, e}});
+        if (a.attn_out_bias) t.push_back({b + "attn_output.bias", {e}});
+        if (a.sinks) t.push_back({b + "attn_sinks.weight", {uint64_t(p.n_head)}});
         if (a.post_norms) t.push_back({b + "post_attention_norm.weight", {e}});
-        if (a.pre_norms) t.push_back({b + "ffn_norm.weight", {e}});
+        if (a.pre_norms) t.push_back({b + std::string(a.ffn_norm) + ".weight", {e}});
+        if (a.moe) {
+            const uint64_t n = uint64_t(p.family.n_expert), fe = uint64_t(p.family.n_ff_exp);
+            t.push_back({b + "ffn_gate_inp.weight", {e, n}});
+            if (a.expert_biases) t.push_back({b + "ffn_gate_inp.bias", {n}});
+            t.push_back({b + "ffn_gate_exps.weight", {e, fe, n}});
+            t.push_back({b + "ffn_up_exps.weight", {e, fe, n}});
+            t.push_back({b + "ffn_down_exps.weight", {fe, e, n}});
+            if (a.expert_biases) {
+                t.push_back({b + "ffn_gate_exps.bias", {fe, n}});
+                t.push_back({b + "ffn_up_exps.bias", {fe, n}});
+                t.push_back({b + "ffn_down_exps.bias", {e, n}});
+            }
+            continue;
+        }
         if (a.fused_gate_up) {
             t.push_back({b + "ffn_up.weight", {e, 2 * f}});
         } else {
@@ -286,7 +320,8 @@ QuantizeSummary synthesize_model(const std::string& output_path, const SynthOpti
     for (size_t k = 0; k < tensors.size(); ++k) {
         const SynthTensor& t = tensors[k];
         const size_t n = size_t(t.ne[0]);
-        const size_t rows = t.ne.size() > 1 ? size_t(t.ne[1]) : 1;
+        size_t rows = 1;  // every dimension past the first: a 3-D expert tensor is n_expert matrices
+        for (size_t d = 1; d < t.ne.size(); ++d) rows *= size_t(t.ne[d]);
         TypeError& stats = summary.per_type[std::string(traits(targets[k]).name)];
         ++stats.tensors;
         stats.elements += n * rows;

@@ -21,6 +21,9 @@ struct SynthFamilyShape {
     float rope_linear_factor = 0;  // linear rope scaling of the global layers (gemma3 4b and up)
     int longrope_orig_ctx = 0;     // > 0: LongRoPE factor tensors and attn_factor (phi-4-mini)
     float embedding_scale = 0, residual_scale = 0, attention_scale = 0, logit_scale = 0;  // granite
+    int n_expert = 0, n_expert_used = 0, n_ff_exp = 0;  // mixtures of experts
+    float yarn_factor = 0;         // > 0: YaRN rope scaling from yarn_orig_ctx (gpt-oss)
+    int yarn_orig_ctx = 0;
 };
 
 struct SynthPreset {

@@ -31,6 +31,22 @@ const Architecture kArchitectures[] = {
      .sliding_window = true,
      .default_swa_pattern = 4},
     {.name = "granite", .granite_scales = true},
+    {.name = "qwen3moe", .rope_style = RopeStyle::Neox, .qk_norm = QkNorm::PerHead, .moe = true},
+    // llama.cpp's openai-moe graph: q/k/v/o biases, sinks, every other layer sliding (both with the
+    // same YaRN RoPE), a router with bias over experts with biases, softmax over the chosen k.
+    {.name = "gpt-oss",
+     .rope_style = RopeStyle::Neox,
+     .activation = Activation::SwigluOai,
+     .qkv_bias = true,
+     .sliding_window = true,
+     .default_swa_pattern = 2,
+     .swa_rope_global = true,
+     .attn_out_bias = true,
+     .sinks = true,
+     .moe = true,
+     .gating = Gating::TopKSoftmax,
+     .expert_biases = true,
+     .ffn_norm = "post_attention_norm"},
 };
 
 std::string join(const std::vector<std::string>& items) {
@@ -83,7 +99,13 @@ void read_rope(const GgufFile& f, const std::string& p, Hparams& hp) {
     // LongRoPE files (phi3) carry their magnitude as rope.scaling.attn_factor.
     r.attn_factor = yarn_mscale * number(f, p + "rope.scaling.attn_factor", 1.0, 0, 1e3);
     // Sliding layers: their own base, no scaling (gemma3, olmo2).
-    // olmo2's graph passes the global base to its sliding layers whatever the file says.
+    // olmo2's graph passes the global base to its sliding layers whatever the file says; gpt-oss's
+    // sliding layers take the global base and scaling unless the file names a base of their own.
+    if (hp.family->swa_rope_global) {
+        hp.rope_local = r;
+        hp.rope_local.freq_base = number(f, p + "rope.freq_base_swa", r.freq_base, 0, 1e12);
+        return;
+    }
     const float base_swa = hp.arch == "olmo2" ? r.freq_base : number(f, p + "rope.freq_base_swa", 10000.0, 0, 1e12);
     hp.rope_local = RopeParams{.freq_base = base_swa, .n_ctx_orig = r.n_ctx_orig};
 }
@@ -181,6 +203,16 @@ Hparams read_hparams(const GgufFile& f) {
         hp.attention_scale = hp.n_layer == 62 ? 1.0f / std::sqrt(float(hp.n_embd / hp.n_head)) : 1.0f / std::sqrt(float(hp.head_dim));
     hp.final_logit_softcap = number(f, p + "final_logit_softcapping", 0.0, -1e-30, 1e6);
 
+    if (a.moe) {
+        hp.n_expert = required_int(f, p + "expert_count", 4096);
+        hp.n_expert_used = required_int(f, p + "expert_used_count", 4096);
+        if (hp.n_expert_used > hp.n_expert)
+            throw Error(f.name() + ": metadata '" + p + "expert_used_count' is " + std::to_string(hp.n_expert_used) +
+                        ", more than expert_count " + std::to_string(hp.n_expert));
+        hp.n_ff_exp = f.find(p + "expert_feed_forward_length") ? required_int(f, p + "expert_feed_forward_length") : hp.n_ff;
+    }
+    if (hp.arch == "gpt-oss" && !f.find(p + "attention.sliding_window"))
+        throw Error(f.name() + ": metadata '" + p + "attention.sliding_window' is missing");
     int swa_pattern = 0;
     if (a.sliding_window && f.find(p + "attention.sliding_window")) {
         const auto window = f.get_uint(p + "attention.sliding_window");

@@ -11,7 +11,13 @@ namespace rill {
 
 enum class RopeStyle { Norm, Neox };  // Norm rotates pairs (2i, 2i+1); Neox rotates (i, i + n_rot/2)
 enum class QkNorm { None, PerHead, Whole };  // RMSNorm of q and k over each head, or over the whole projection
-enum class Activation { Silu, GeluTanh };    // the FFN's gate: SwiGLU or GeGLU with tanh-approximated GELU
+// The FFN's gate: SwiGLU, GeGLU with tanh-approximated GELU, or gpt-oss's clamped SwiGLU
+// (x = min(gate, 7): x·σ(1.702·x)·(clamp(up, ±7) + 1)).
+enum class Activation { Silu, GeluTanh, SwigluOai };
+// How a mixture-of-experts router turns its logits into the chosen experts' weights: softmax over all
+// experts, top-k, renormalised over the chosen (qwen3moe); or top-k on the logits, then softmax over
+// the chosen k (gpt-oss).
+enum class Gating { SoftmaxTopK, TopKSoftmax };
 
 struct Architecture {
     const char* name;
@@ -28,6 +34,13 @@ struct Architecture {
     bool sliding_window = false;   // reads attention.sliding_window (and its pattern)
     int default_swa_pattern = 0;   // layers per period when the key is missing; the period's last is global
     int no_rope_step = 0;          // every n-th layer has no RoPE (smollm3)
+    bool swa_rope_global = false;  // sliding layers rotate as the global ones do (gpt-oss)
+    bool attn_out_bias = false;    // attn_output.bias required (gpt-oss)
+    bool sinks = false;            // attn_sinks: a learned logit per head in each softmax's denominator
+    bool moe = false;              // the FFN is a router over ffn_{gate,up,down}_exps
+    Gating gating = Gating::SoftmaxTopK;
+    bool expert_biases = false;    // router and expert biases (gpt-oss)
+    const char* ffn_norm = "ffn_norm";  // the FFN's pre-norm (gpt-oss calls it post_attention_norm)
 };
 
 // The family a file names, or nullptr.
@@ -65,6 +78,7 @@ struct Hparams {
     float attention_scale = 0.0f;  // 0: 1/√head_dim
     float logit_scale = 1.0f;      // logits are divided by this
     float final_logit_softcap = 0.0f;  // > 0: logits become c·tanh(logits/c)
+    int n_expert = 0, n_expert_used = 0, n_ff_exp = 0;  // mixture of experts; 0: a dense FFN
     int n_swa = 0;                      // window of the sliding layers; 0: none
     std::vector<uint8_t> layer_sliding;  // per layer: 1 if it attends to its last n_swa positions only
     std::vector<uint8_t> layer_rope;     // per layer: 1 if it rotates q and k

@@ -46,9 +46,12 @@ uint64_t Model::weight_bytes() const {
 // a row at a time) where a kernel reads the interleaved layout. Only bytes the model owns.
 static void interleave_matrices(Model& m) {
     std::vector<Weight*> matrices;
-    for (LayerWeights& L : m.layers)
-        for (Weight* w : {&L.wq, &L.wk, &L.wv, &L.wqkv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down})
+    for (LayerWeights& L : m.layers) {
+        for (Weight* w : {&L.wq, &L.wk, &L.wv, &L.wqkv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down, &L.router})
             if (*w) matrices.push_back(w);
+        for (std::vector<Weight>* experts : {&L.gate_exps, &L.up_exps, &L.down_exps})
+            for (Weight& w : *experts) matrices.push_back(&w);
+    }
     if (m.output.tensor != m.token_embd.tensor) matrices.push_back(&m.output);
     std::vector<std::pair<Weight*, uint8_t*>> jobs;
     for (Weight* w : matrices) {
@@ -64,6 +67,45 @@ static void interleave_matrices(Model& m) {
         w.interleaved = true;
     }
     m.file.seal();
+}
+
+// Each layer's router and experts: the 3-D tensors cut into one 2-D view per expert, so the matrix
+// kernels read an expert like any other weight and a token touches only its experts' bytes.
+static void load_experts(Model& m) {
+    const GgufFile& f = m.file;
+    const Hparams& hp = m.hp;
+    const Architecture& a = *hp.family;
+    const uint64_t e = uint64_t(hp.n_embd), fe = uint64_t(hp.n_ff_exp), n = uint64_t(hp.n_expert);
+    for (int l = 0; l < hp.n_layer; ++l) {
+        const std::string b = "blk." + std::to_string(l) + ".";
+        LayerWeights& L = m.layers[size_t(l)];
+        L.router = tensor(f, b + "ffn_gate_inp.weight", {e, n});
+        L.b_router = tensor(f, b + "ffn_gate_inp.bias", {n}, a.expert_biases);
+        const auto slices = [&](const std::string& name, uint64_t cols, uint64_t rows, std::vector<Weight>& out) {
+            const Weight whole = tensor(f, b + name, {cols, rows, n});
+            const size_t slice_bytes = whole.tensor->n_bytes / size_t(n);
+            for (uint64_t x = 0; x < n; ++x) {
+                GgufTensor view = *whole.tensor;
+                view.name = whole.tensor->name + "[" + std::to_string(x) + "]";
+                view.n_dims = 2;
+                view.ne = {cols, rows, 1, 1};
+                view.n_elements = cols * rows;
+                view.n_bytes = slice_bytes;
+                view.data = whole.tensor->data + x * slice_bytes;
+                view.offset = whole.tensor->offset + x * slice_bytes;
+                m.expert_slices.push_back(std::move(view));
+                out.push_back(Weight{&m.expert_slices.back()});
+            }
+        };
+        slices("ffn_gate_exps.weight", e, fe, L.gate_exps);
+        slices("ffn_up_exps.weight", e, fe, L.up_exps);
+        slices("ffn_down_exps.weight", fe, e, L.down_exps);
+        L.b_gate_exps = tensor(f, b + "ffn_gate_exps.bias", {fe, n}, a.expert_biases);
+        L.b_up_exps = tensor(f, b + "ffn_up_exps.bias", {fe, n}, a.expert_biases);
+        L.b_down_exps = tensor(f, b + "ffn_down_exps.bias", {e, n}, a.expert_biases);
+        for (const Weight* w : {&L.b_router, &L.b_gate_exps, &L.b_up_exps, &L.b_down_exps})
+            if (*w && w->type() != TensorType::F32) throw Error(f.name() + ": tensor '" + w->tensor->name + "' must be F32");
+    }
 }
 
 std::unique_ptr<Model> model_from_gguf(GgufFile file, bool interleave) {
@@ -118,8 +160,12 @@ std::unique_ptr<Model> model_from_gguf(GgufFile file, bool interleave) {
             L.attn_post_norm = tensor(f, b + "post_attention_norm.weight", {e});
             L.ffn_post_norm = tensor(f, b + "post_ffw_norm.weight", {e});
         }
-        L.ffn_norm = tensor(f, b + "ffn_norm.weight", {e}, a.pre_norms);
-        if (a.fused_gate_up) {
+        L.ffn_norm = tensor(f, b + a.ffn_norm + ".weight", {e}, a.pre_norms);
+        L.attn_sinks = tensor(f, b + "attn_sinks.weight", {uint64_t(hp.n_head)}, a.sinks);
+        if (a.attn_out_bias && !L.bo) throw Error(f.name() + ": tensor '" + b + "attn_output.bias' is missing");
+        if (a.moe) {
+            // load_experts fills the rest once every layer's dense tensors are checked.
+        } else if (a.fused_gate_up) {
             L.ffn_up = tensor(f, b + "ffn_up.weight", {e, 2 * ff});
         } else {
             L.ffn_gate = tensor(f, b + "ffn_gate.weight", {e, ff});
@@ -127,15 +173,18 @@ std::unique_ptr<Model> model_from_gguf(GgufFile file, bool interleave) {
             L.b_gate = tensor(f, b + "ffn_gate.bias", {ff}, false);
             L.b_up = tensor(f, b + "ffn_up.bias", {ff}, false);
         }
-        L.ffn_down = tensor(f, b + "ffn_down.weight", {ff, e});
-        L.b_down = tensor(f, b + "ffn_down.bias", {e}, false);
+        if (!a.moe) {
+            L.ffn_down = tensor(f, b + "ffn_down.weight", {ff, e});
+            L.b_down = tensor(f, b + "ffn_down.bias", {e}, false);
+        }
         for (const Weight* w : {&L.attn_norm, &L.ffn_norm, &L.q_norm, &L.k_norm, &L.attn_post_norm, &L.ffn_post_norm, &L.bq, &L.bk,
-                                &L.bv, &L.bqkv, &L.bo, &L.b_gate, &L.b_up, &L.b_down})
+                                &L.bv, &L.bqkv, &L.bo, &L.b_gate, &L.b_up, &L.b_down, &L.attn_sinks})
             if (*w && w->type() != TensorType::F32)
                 throw Error(f.name() + ": tensor '" + w->tensor->name + "' must be F32, not " +
                             std::string(traits(w->type()).name));
         m->layers.push_back(L);
     }
+    if (a.moe) load_experts(*m);
     for (const Weight* w : {&m->rope_freqs, &m->rope_factors_long, &m->rope_factors_short})
         if (*w && w->type() != TensorType::F32) throw Error(f.name() + ": tensor '" + w->tensor->name + "' must be F32");
     if (m->output_norm.type() != TensorType::F32)

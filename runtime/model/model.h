@@ -1,5 +1,6 @@
 // A transformer's hyperparameters and weight views, read from GGUF metadata and checked against tensor shapes.
 #pragma once
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,6 +36,12 @@ struct LayerWeights {
     Weight ffn_gate;                    // absent when ffn_up holds gate | up (phi3)
     Weight ffn_up, ffn_down;
     Weight b_gate, b_up, b_down;        // optional biases
+    Weight attn_sinks;                  // gpt-oss: one logit per head
+    // Mixture of experts: the router's rows score the experts; expert e's matrices are views of slice
+    // e of the 3-D tensors, its biases row e of the 2-D ones.
+    Weight router, b_router;
+    std::vector<Weight> gate_exps, up_exps, down_exps;
+    Weight b_gate_exps, b_up_exps, b_down_exps;
 };
 
 struct Model {
@@ -46,6 +53,7 @@ struct Model {
     Weight rope_freqs;  // Llama 3.1+ per-frequency divisors, optional
     Weight rope_factors_long, rope_factors_short;  // LongRoPE divisors (phi3): long past the original context
     std::vector<LayerWeights> layers;
+    std::deque<GgufTensor> expert_slices;  // what the experts' Weights view (stable addresses)
 
     uint64_t weight_bytes() const;
 };

@@ -28,6 +28,25 @@ uint64_t ModelShape::n_params() const {
     return n;
 }
 
+double active_share(const TensorShape& t, const Hparams& hp) {
+    const bool expert = t.name.find("_exps.") != std::string::npos;
+    return expert && hp.n_expert > 0 ? double(hp.n_expert_used) / double(hp.n_expert) : 1.0;
+}
+
+uint64_t expected_expert_bytes(const ModelShape& shape) {
+    double bytes = 0;
+    for (const TensorShape& t : shape.tensors)
+        if (t.name.find("_exps.weight") != std::string::npos) bytes += double(t.bytes) * active_share(t, shape.hp);
+    return uint64_t(bytes + 0.5);
+}
+
+uint64_t ModelShape::n_active_params() const {
+    double n = 0;
+    for (const TensorShape& t : tensors)
+        if (t.name.rfind("rope_f", 0) != 0) n += double(t.row_length * t.rows) * active_share(t, hp);
+    return uint64_t(n + 0.5);
+}
+
 const TensorShape* ModelShape::find(const std::string& name) const {
     for (const TensorShape& t : tensors)
         if (t.name == name) return &t;
@@ -60,6 +79,9 @@ ModelShape shape_of_preset(const SynthPreset& p, const QuantRecipe& recipe) {
     hp.rope.freq_base = p.rope_base;
     hp.rope_style = hp.family->rope_style;
     hp.n_swa = p.family.n_swa;
+    hp.n_expert = p.family.n_expert;
+    hp.n_expert_used = p.family.n_expert_used;
+    hp.n_ff_exp = p.family.n_ff_exp;
     set_layer_pattern(hp, hp.family->default_swa_pattern);
 
     const std::vector<SynthTensor> tensors = synth_tensors(p);
@@ -92,7 +114,7 @@ DecodeBudget decode_bytes_per_token(const ModelShape& shape, int position, KvTyp
         // A step looks up one embedding row, but multiplies by the whole output matrix; when the two
         // are tied the table is read once in full (as the output) plus the looked-up row.
         if (t.name == "token_embd.weight") budget.weight_bytes += t.bytes / t.rows + (shape.tied_output ? t.bytes : 0);
-        else budget.weight_bytes += t.bytes;  // rope_freqs included: read for every position's angles
+        else budget.weight_bytes += uint64_t(double(t.bytes) * active_share(t, shape.hp) + 0.5);  // rope_freqs included
     }
     // Each layer reads the keys and values of every earlier position, a sliding one its window's.
     const Hparams& hp = shape.hp;
@@ -108,7 +130,8 @@ double prompt_flops(const ModelShape& shape, int n_tokens) {
     const Hparams& hp = shape.hp;
     double per_token = 0;
     for (const TensorShape& t : shape.tensors)
-        if (t.is_matrix() && t.name.rfind("blk.", 0) == 0) per_token += 2.0 * double(t.row_length) * double(t.rows);
+        if (t.is_matrix() && t.name.rfind("blk.", 0) == 0 && t.name.find(".bias") == std::string::npos)
+            per_token += 2.0 * double(t.row_length) * double(t.rows) * active_share(t, hp);
     // Token t attends to t + 1 positions (a sliding layer: at most its window): scores q·k and the
     // weighted sum of values, per head.
     double attended = 0;

@@ -29,6 +29,8 @@ struct ModelShape {
 
     uint64_t weight_bytes() const;
     uint64_t n_params() const;  // rope_freqs, a constant table, left out
+    // What one token uses: a mixture of experts' chosen share of its experts, everything else whole.
+    uint64_t n_active_params() const;
     const TensorShape* find(const std::string& name) const;
 };
 
@@ -36,8 +38,17 @@ ModelShape shape_of(const Model& model);
 // The preset's tensors with the types the recipe's mix gives them, as `rill synth` writes them.
 ModelShape shape_of_preset(const SynthPreset& preset, const QuantRecipe& recipe);
 
+// The share of a tensor one token reads: expert_used_count / expert_count for experts (their 3-D
+// matrices and 2-D biases), 1 for everything else.
+double active_share(const TensorShape& t, const Hparams& hp);
+
+// The expected expert weight bytes of one decode step (0 for a dense model): what `rill bench`
+// replaces by the bytes the router's choices really read.
+uint64_t expected_expert_bytes(const ModelShape& shape);
+
 struct DecodeBudget {
-    uint64_t weight_bytes = 0;  // every matrix and vector a step touches, one row of the embedding table
+    uint64_t weight_bytes = 0;  // every matrix and vector a step touches, one row of the embedding table;
+                                // of a mixture of experts, the expected share of the experts
     uint64_t kv_bytes = 0;      // keys and values of every earlier position, all layers
     uint64_t total() const { return weight_bytes + kv_bytes; }
 };

@@ -56,7 +56,7 @@ Session::Session(const Model& model, const SessionOptions& options)
     rope_factors_ = model.rope_freqs ? model.rope_freqs
                     : n_ctx_ > hp.rope.n_ctx_orig ? model.rope_factors_long
                                                   : model.rope_factors_short;
-    const int widest = std::max({hp.n_embd, hp.n_ff, hp.q_dim()});
+    const int widest = std::max({hp.n_embd, hp.n_ff, hp.n_ff_exp, hp.q_dim()});
     scratch_ = MatmulScratch(choose_kernel_path(options.kernels), most_threads, size_t(widest),
                              options.gemm);
     decode_attention_ = DecodeAttentionScratch(most_threads, n_ctx_, hp.head_dim);
@@ -83,6 +83,7 @@ void Session::ensure_batch(int n) {
     up_.resize(t * hp.n_ff);
     rope_.resize(t * hp.n_rot);
     rope_local_.resize(hp.any_sliding() ? t * hp.n_rot : 0);
+    moe_out_.resize(hp.n_expert > 0 ? t * hp.n_embd : 0);
     const Architecture& a = *hp.family;
     fused_.resize(std::max(a.fused_qkv ? t * size_t(hp.q_dim() + 2 * hp.kv_dim()) : 0, a.fused_gate_up ? t * 2 * hp.n_ff : 0));
     capacity_ = n;
@@ -202,8 +203,14 @@ void Session::forward_layers(std::span<const int32_t> tokens, std::span<const Kv
         add_bias(L.bo, xn_.data(), n, E);
         add_residual(L.attn_post_norm);
 
-        // Feed-forward block: x += Wdown · (act(Wgate·xn) * Wup·xn)
+        // Feed-forward block: x += Wdown · (act(Wgate·xn) * Wup·xn), or the chosen experts' sum of it
         block_input(L.ffn_norm);
+        if (arch.moe) {
+            moe_ffn(hp, L, xn_.data(), n, moe_out_.data(), scratch_, moe_);
+            std::copy_n(moe_out_.data(), size_t(n) * E, xn_.data());
+            add_residual(L.ffn_post_norm);
+            continue;
+        }
         if (L.ffn_gate) {
             const MatmulOutput gate_up[] = {{L.ffn_gate, gate_.data()}, {L.ffn_up, up_.data()}};
             matmul(gate_up, xn_.data(), n, scratch_);
@@ -413,12 +420,14 @@ int Session::truncate(int n) {
 // Causal grouped-query attention of the chunk's queries over every cached position up to their own:
 // a prompt-sized chunk as GEMMs, anything else on the decode kernels.
 void Session::attention(int layer, int n_tokens, std::span<const KvPlace> places, bool one_sequence) {
+    const Weight& sink = model_.layers[size_t(layer)].attn_sinks;
+    const float* sinks = sink ? reinterpret_cast<const float*>(sink.tensor->data) : nullptr;
     if (one_sequence && scratch_.gemm != GemmBackend::Native && n_tokens >= scratch_.gemm_min_tokens) {
         const GemmBackend backend = scratch_.gemm == GemmBackend::Onednn ? GemmBackend::Onednn : GemmBackend::Openblas;
         return batch_attention(model_.hp, kv_, layer, pos_, n_tokens, q_.data(), attn_.data(), backend, scratch_.onednn.get(),
-                               scratch_.n_threads, attention_scratch_);
+                               scratch_.n_threads, attention_scratch_, sinks);
     }
-    decode_attention(model_.hp, layer, places, q_.data(), attn_.data(), scratch_.path, scratch_.n_threads, decode_attention_);
+    decode_attention(model_.hp, layer, places, q_.data(), attn_.data(), scratch_.path, scratch_.n_threads, decode_attention_, sinks);
 }
 
 }  // namespace rill

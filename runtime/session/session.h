@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "runtime/compute/attention_batch.h"
@@ -11,6 +12,7 @@
 #include "runtime/compute/kv_cache.h"
 #include "runtime/model/model.h"
 #include "runtime/compute/matmul.h"
+#include "runtime/compute/moe.h"
 #include "runtime/compute/ops.h"
 
 namespace rill {
@@ -76,6 +78,9 @@ public:
     GemmBackend gemm_backend() const { return scratch_.gemm; }
     const Model& model() const { return model_; }
     const KvCache& kv_cache() const { return kv_; }
+    // Expert weight bytes the evaluations so far have read (a mixture of experts reads only the
+    // chosen ones); take_expert_bytes() returns the count and starts it again.
+    uint64_t take_expert_bytes() { return std::exchange(moe_.expert_bytes, 0); }
 
 private:
     // Where a row of a batch goes: the cache that keeps its keys and values, and its position there.
@@ -100,6 +105,8 @@ private:
     std::vector<float> x_, xn_, q_, k_, v_, attn_, gate_, up_;
     std::vector<float> rope_, rope_local_;  // cos and sin per token: global layers, sliding layers
     std::vector<float> fused_;              // a fused projection's rows before they are split
+    std::vector<float> moe_out_;            // the experts' weighted sum, before the residual add
+    MoeScratch moe_;
     Weight rope_factors_;                   // rope_freqs, or the LongRoPE factors this context takes
     DecodeAttentionScratch decode_attention_;
     std::vector<float> logits_;

@@ -32,7 +32,7 @@ bool gguf_seeds(const std::filesystem::path& dir) {
     const auto metadata = meta.bytes();
     bool ok = write(dir / "tiny_llama.gguf", llama.data(), llama.size()) && write(dir / "metadata.gguf", metadata.data(), metadata.size());
     // Each newer family's keys and tensors, so mutations start from every description path.
-    for (const char* family : {"qwen3", "qwen3-yarn", "gemma3", "phi3", "smollm3", "olmo2", "granite"}) {
+    for (const char* family : {"qwen3", "qwen3-yarn", "gemma3", "phi3", "smollm3", "olmo2", "granite", "qwen3moe", "gpt-oss"}) {
         const auto bytes = rill::test::tiny_family(family).bytes();
         ok = ok && write(dir / (std::string("tiny_") + family + ".gguf"), bytes.data(), bytes.size());
     }

@@ -1,0 +1,30 @@
+// A mixture-of-experts FFN: the router picks each token's experts, then every expert that some token
+// chose multiplies just those tokens in one pass over its weights, so a decode step (or a batch of
+// streams) reads only the chosen experts' bytes, and an expert two streams share is read once.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "runtime/compute/matmul.h"
+#include "runtime/model/model.h"
+
+namespace rill {
+
+struct MoeScratch {
+    std::vector<float> logits;      // [token][n_expert]
+    std::vector<int> chosen;        // [token][k]: expert ids, best first
+    std::vector<float> weights;     // [token][k]
+    std::vector<float> rows, gate, up, down;  // one expert's tokens: inputs, gate, up, outputs
+    std::vector<float> slots;       // [token][k][n_embd]: each choice's output before the weighted sum
+    std::vector<int> members;       // token·k + slot of each row routed to the current expert
+    uint64_t expert_bytes = 0;      // expert weight bytes read since the counter was last cleared
+};
+
+// The router's choice for n tokens of xn (rows of n_embd): chosen experts and their weights.
+void route(const Hparams& hp, const LayerWeights& L, const float* xn, int n, MatmulScratch& mm, MoeScratch& s);
+
+// out[t] = Σ over token t's chosen experts of weight × expert(xn[t]), summed best-first, so a token's
+// result does not depend on which other tokens share the batch.
+void moe_ffn(const Hparams& hp, const LayerWeights& L, const float* xn, int n, float* out, MatmulScratch& mm, MoeScratch& s);
+
+}  // namespace rill
