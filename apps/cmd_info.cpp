@@ -63,6 +63,8 @@ std::string features(const Hparams& hp) {
     if (a.activation == Activation::GeluTanh) parts.push_back("GeGLU");
     if (a.fused_qkv) parts.push_back("fused QKV");
     if (a.fused_gate_up) parts.push_back("fused gate|up");
+    if (a.sinks) parts.push_back("attention sinks");
+    if (a.activation == Activation::SwigluOai) parts.push_back("clamped SwiGLU");
     if (hp.embedding_scale != 1.0f) parts.push_back("embedding ×" + g(hp.embedding_scale));
     if (hp.residual_scale != 1.0f) parts.push_back("residual ×" + g(hp.residual_scale));
     if (hp.logit_scale != 1.0f) parts.push_back("logits ÷" + g(hp.logit_scale));
@@ -148,8 +150,13 @@ int info(const InfoFlags& f) {
     if (hp.n_expert > 0)
         std::printf("experts       %d per layer, %d chosen per token (%d feed-forward each)\n", hp.n_expert, hp.n_expert_used,
                     hp.n_ff_exp);
-    std::printf("parameters    %.2fB", double(n_params) / 1e9);
-    if (n_active != n_params) std::printf(", %.2fB active per token", double(n_active) / 1e9);
+    const auto count = [](uint64_t n) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, n >= 1000000000 ? "%.2fB" : "%.2fM", double(n) / (n >= 1000000000 ? 1e9 : 1e6));
+        return std::string(buf);
+    };
+    std::printf("parameters    %s", count(n_params).c_str());
+    if (n_active != n_params) std::printf(", %s active per token", count(n_active).c_str());
     std::printf("\n");
     std::printf("context       %d tokens (training)\n", hp.n_ctx_train);
     std::printf("rms epsilon   %g\n", hp.rms_eps);
