@@ -214,15 +214,13 @@ inline GgufBuilder tiny_family(const std::string& family, const std::string& ski
             t.insert(t.end(), {{"blk.0.ffn_gate_inp.bias", {n_exp}}, {"blk.0.ffn_gate_exps.bias", {ff_exp, n_exp}},
                                {"blk.0.ffn_up_exps.bias", {ff_exp, n_exp}}, {"blk.0.ffn_down_exps.bias", {e, n_exp}}});
         t.push_back({"output.weight", {e, n_vocab}});
-        for (const auto& [name, dims] : t)
-            if (name != skip) b.f32_tensor(name, dims, dims.size() == 1 ? 1.0f : 0.01f);
-        return b;
+    } else {
+        if (pre) t.push_back({"blk.0.ffn_norm.weight", {e}});
+        if (fused) t.push_back({"blk.0.ffn_up.weight", {e, 2 * ff}});
+        else t.insert(t.end(), {{"blk.0.ffn_gate.weight", {e, ff}}, {"blk.0.ffn_up.weight", {e, ff}}});
+        t.push_back({"blk.0.ffn_down.weight", {ff, e}});
+        if (post) t.push_back({"blk.0.post_ffw_norm.weight", {e}});
     }
-    if (pre) t.push_back({"blk.0.ffn_norm.weight", {e}});
-    if (fused) t.push_back({"blk.0.ffn_up.weight", {e, 2 * ff}});
-    else t.insert(t.end(), {{"blk.0.ffn_gate.weight", {e, ff}}, {"blk.0.ffn_up.weight", {e, ff}}});
-    t.push_back({"blk.0.ffn_down.weight", {ff, e}});
-    if (post) t.push_back({"blk.0.post_ffw_norm.weight", {e}});
     for (const auto& [name, dims] : t)
         if (name != skip) b.f32_tensor(name, dims, dims.size() == 1 ? 1.0f : 0.01f);
     return b;

@@ -24,7 +24,8 @@ struct MoeScratch {
 void route(const Hparams& hp, const LayerWeights& L, const float* xn, int n, MatmulScratch& mm, MoeScratch& s);
 
 // out[t] = Σ over token t's chosen experts of weight × expert(xn[t]), summed best-first, so a token's
-// result does not depend on which other tokens share the batch.
+// result does not depend on which other tokens share the batch. `out` may be `xn`: every row is read
+// before any is written.
 void moe_ffn(const Hparams& hp, const LayerWeights& L, const float* xn, int n, float* out, MatmulScratch& mm, MoeScratch& s);
 
 }  // namespace rill

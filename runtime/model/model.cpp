@@ -163,17 +163,15 @@ std::unique_ptr<Model> model_from_gguf(GgufFile file, bool interleave) {
         L.ffn_norm = tensor(f, b + a.ffn_norm + ".weight", {e}, a.pre_norms);
         L.attn_sinks = tensor(f, b + "attn_sinks.weight", {uint64_t(hp.n_head)}, a.sinks);
         if (a.attn_out_bias && !L.bo) throw Error(f.name() + ": tensor '" + b + "attn_output.bias' is missing");
-        if (a.moe) {
-            // load_experts fills the rest once every layer's dense tensors are checked.
-        } else if (a.fused_gate_up) {
-            L.ffn_up = tensor(f, b + "ffn_up.weight", {e, 2 * ff});
-        } else {
-            L.ffn_gate = tensor(f, b + "ffn_gate.weight", {e, ff});
-            L.ffn_up = tensor(f, b + "ffn_up.weight", {e, ff});
-            L.b_gate = tensor(f, b + "ffn_gate.bias", {ff}, false);
-            L.b_up = tensor(f, b + "ffn_up.bias", {ff}, false);
-        }
-        if (!a.moe) {
+        if (!a.moe) {  // a mixture of experts' FFN is load_experts'
+            if (a.fused_gate_up) {
+                L.ffn_up = tensor(f, b + "ffn_up.weight", {e, 2 * ff});
+            } else {
+                L.ffn_gate = tensor(f, b + "ffn_gate.weight", {e, ff});
+                L.ffn_up = tensor(f, b + "ffn_up.weight", {e, ff});
+                L.b_gate = tensor(f, b + "ffn_gate.bias", {ff}, false);
+                L.b_up = tensor(f, b + "ffn_up.bias", {ff}, false);
+            }
             L.ffn_down = tensor(f, b + "ffn_down.weight", {ff, e});
             L.b_down = tensor(f, b + "ffn_down.bias", {e}, false);
         }

@@ -83,7 +83,6 @@ void Session::ensure_batch(int n) {
     up_.resize(t * hp.n_ff);
     rope_.resize(t * hp.n_rot);
     rope_local_.resize(hp.any_sliding() ? t * hp.n_rot : 0);
-    moe_out_.resize(hp.n_expert > 0 ? t * hp.n_embd : 0);
     const Architecture& a = *hp.family;
     fused_.resize(std::max(a.fused_qkv ? t * size_t(hp.q_dim() + 2 * hp.kv_dim()) : 0, a.fused_gate_up ? t * 2 * hp.n_ff : 0));
     capacity_ = n;
@@ -206,8 +205,7 @@ void Session::forward_layers(std::span<const int32_t> tokens, std::span<const Kv
         // Feed-forward block: x += Wdown · (act(Wgate·xn) * Wup·xn), or the chosen experts' sum of it
         block_input(L.ffn_norm);
         if (arch.moe) {
-            moe_ffn(hp, L, xn_.data(), n, moe_out_.data(), scratch_, moe_);
-            std::copy_n(moe_out_.data(), size_t(n) * E, xn_.data());
+            moe_ffn(hp, L, xn_.data(), n, xn_.data(), scratch_, moe_);
             add_residual(L.ffn_post_norm);
             continue;
         }

@@ -105,7 +105,6 @@ private:
     std::vector<float> x_, xn_, q_, k_, v_, attn_, gate_, up_;
     std::vector<float> rope_, rope_local_;  // cos and sin per token: global layers, sliding layers
     std::vector<float> fused_;              // a fused projection's rows before they are split
-    std::vector<float> moe_out_;            // the experts' weighted sum, before the residual add
     MoeScratch moe_;
     Weight rope_factors_;                   // rope_freqs, or the LongRoPE factors this context takes
     DecodeAttentionScratch decode_attention_;
