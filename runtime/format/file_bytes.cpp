@@ -72,7 +72,9 @@ FileBytes::FileBytes(const std::string& path, const LoadOptions& options) {
             }
             done += size_t(got);
         }
-        ::mprotect(addr_, size_, PROT_READ);
+        // Stays writable until seal(): protecting it now and opening a tensor's pages later would
+        // split the mapping at every tensor edge, and each split breaks a 2 MiB page into 4 KiB ones.
+        writable_until_sealed_ = true;
     }
     if (options.lock) locked_ = ::mlock(addr_, size_) == 0;
 }
@@ -82,6 +84,7 @@ void report_progress(const LoadOptions& options, double fraction) {
 }
 
 uint8_t* FileBytes::writable(const uint8_t* p, size_t n) {
+    if (writable_until_sealed_) return const_cast<uint8_t*>(p);
     const auto page = uintptr_t(::sysconf(_SC_PAGESIZE));
     const uintptr_t start = uintptr_t(p) & ~(page - 1), end = uintptr_t(p) + n;
     if (::mprotect(reinterpret_cast<void*>(start), end - start, PROT_READ | PROT_WRITE) != 0)
@@ -91,12 +94,14 @@ uint8_t* FileBytes::writable(const uint8_t* p, size_t n) {
 
 void FileBytes::seal() {
     if (addr_ != nullptr) ::mprotect(addr_, size_, PROT_READ);
+    writable_until_sealed_ = false;
 }
 
 FileBytes::FileBytes(FileBytes&& other) noexcept
     : addr_(std::exchange(other.addr_, nullptr)),
       size_(std::exchange(other.size_, 0)),
-      locked_(std::exchange(other.locked_, false)) {}
+      locked_(std::exchange(other.locked_, false)),
+      writable_until_sealed_(std::exchange(other.writable_until_sealed_, false)) {}
 
 FileBytes& FileBytes::operator=(FileBytes&& other) noexcept {
     if (this != &other) {
@@ -104,6 +109,7 @@ FileBytes& FileBytes::operator=(FileBytes&& other) noexcept {
         addr_ = std::exchange(other.addr_, nullptr);
         size_ = std::exchange(other.size_, 0);
         locked_ = std::exchange(other.locked_, false);
+        writable_until_sealed_ = std::exchange(other.writable_until_sealed_, false);
     }
     return *this;
 }
@@ -118,6 +124,7 @@ void FileBytes::release() noexcept {
     addr_ = nullptr;
     size_ = 0;
     locked_ = false;
+    writable_until_sealed_ = false;
 }
 
 }  // namespace rill

@@ -43,6 +43,7 @@ private:
     void* addr_ = nullptr;
     size_t size_ = 0;
     bool locked_ = false;
+    bool writable_until_sealed_ = false;  // read into anonymous memory and not sealed yet
 };
 
 }  // namespace rill
