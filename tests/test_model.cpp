@@ -151,3 +151,28 @@ TEST_CASE("a mixture of experts with more chosen than there are, or an expert te
     CHECK_THAT(load_error(test::tiny_family("gpt-oss", "blk.0.attn_sinks.weight")), Catch::Contains("tensor 'blk.0.attn_sinks.weight' is missing"));
     CHECK_THAT(load_error(test::tiny_family("gpt-oss", "blk.0.ffn_up_exps.bias")), Catch::Contains("tensor 'blk.0.ffn_up_exps.bias' is missing"));
 }
+
+// Writing a private file mapping copies it 4 KiB page by page; the regrouped matrices go to memory
+// the model owns instead, and the numbers must not notice.
+TEST_CASE("a memory-mapped model regroups its matrices in memory of its own and computes what a model read into memory does", "[model]") {
+    for (const std::string name : {"golden/synth-llama-A.Q4_K_M.gguf", "golden/synth-llama-A.Q8_0.gguf"}) {
+        INFO(name);
+        const std::string path = test::shared_path(name);
+        LoadOptions options;
+        const auto mapped = load_model(path, options);
+        options.use_mmap = false;
+        const auto read = load_model(path, options);
+        CHECK(mapped->relaid.size() > 0);
+        CHECK(read->relaid.size() == 0);
+        const LayerWeights& L = mapped->layers[0];
+        for (const Weight* w : {&L.wq, &L.ffn_down}) {
+            REQUIRE(w->interleaved);
+            CHECK(w->tensor->data >= mapped->relaid.data());
+            CHECK(w->tensor->data < mapped->relaid.data() + mapped->relaid.size());
+        }
+        const std::vector<int32_t> prompt = {1, 5, 9, 2, 7, 3};
+        Session a(*mapped, SessionOptions{.n_threads = 2}), b(*read, SessionOptions{.n_threads = 2});
+        const auto la = a.eval(prompt), lb = b.eval(prompt);
+        CHECK(std::equal(la.begin(), la.end(), lb.begin(), lb.end()));
+    }
+}

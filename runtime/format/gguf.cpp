@@ -358,4 +358,11 @@ const GgufTensor* GgufFile::find_tensor(std::string_view name) const {
     return it == tensor_index_.end() ? nullptr : &tensors_[it->second];
 }
 
+void GgufFile::move_tensor_data(const GgufTensor& t, const uint8_t* data) {
+    const uintptr_t at = uintptr_t(&t), first = uintptr_t(tensors_.data());
+    if (at < first || at >= first + tensors_.size() * sizeof(GgufTensor))
+        throw Error(name_ + ": tensor '" + t.name + "' is not one of this file's");
+    tensors_[(at - first) / sizeof(GgufTensor)].data = data;
+}
+
 }  // namespace rill

@@ -80,8 +80,15 @@ public:
     const std::vector<GgufTensor>& tensors() const { return tensors_; }
     const GgufTensor* find_tensor(std::string_view name) const;
 
-    // For load-time relayouts of tensor bytes: null when the bytes belong to the caller (parse()).
-    uint8_t* writable_data(const GgufTensor& t) { return storage_.empty() ? nullptr : storage_.writable(t.data, t.n_bytes); }
+    // Load-time relayouts of tensor bytes. Bytes read into memory are rewritten in place until seal():
+    // writable_data gives them (null when the bytes are mapped, or belong to the caller: parse()).
+    // A mapped file's tensors are rewritten in a copy instead, since writing a private mapping copies
+    // it 4 KiB page by page: move_tensor_data points the tensor at its copy, and forget releases the
+    // mapped pages nothing reads any more.
+    bool mapped() const { return storage_.mapped(); }
+    uint8_t* writable_data(const GgufTensor& t) { return storage_.writable(t.data); }
+    void move_tensor_data(const GgufTensor& t, const uint8_t* data);
+    void forget(const uint8_t* p, size_t n) { storage_.forget(p, n); }
     void seal() { storage_.seal(); }
 
 private:

@@ -54,6 +54,7 @@ struct Model {
     Weight rope_factors_long, rope_factors_short;  // LongRoPE divisors (phi3): long past the original context
     std::vector<LayerWeights> layers;
     std::deque<GgufTensor> expert_slices;  // what the experts' Weights view (stable addresses)
+    AnonymousMemory relaid;                // a mapped file's matrices, regrouped for the decode kernels
 
     uint64_t weight_bytes() const;
 };
