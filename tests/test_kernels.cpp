@@ -267,3 +267,41 @@ TEST_CASE("the two- and four-token Q4_0 group kernels give each token exactly it
         for (size_t t = 0; t < 4; ++t) CHECK(std::memcmp(single[t].data(), grouped[t].data(), rows * sizeof(float)) == 0);
     }
 }
+
+// A mixture's chosen experts go to the kernels as one call of several weights, each on its own
+// tokens; what each gets must not depend on the company it is computed in.
+TEST_CASE("matmul over tasks gives each task exactly what matmul gives it alone, with any thread count", "[kernels][moe]") {
+    const test::RandomWeight a(TensorType::Q4_K, 136, 512, 1), b(TensorType::Q6_K, 72, 512, 300), c(TensorType::Q8_0, 40, 256, 500),
+        d(TensorType::F16, 24, 256, 700);
+    const auto x512 = test::normal_floats(5 * 512, 21), x256 = test::normal_floats(3 * 256, 22);
+    for (const simd::KernelPath path : simd::supported_kernel_paths()) {
+        INFO(simd::kernel_path_name(path));
+        // a and b read the same three tokens, c one token, d three, b again five of its own.
+        struct Case {
+            const Weight& w;
+            const float* in;
+            int n;
+        };
+        const Case cases[] = {{a.weight, x512.data(), 3}, {b.weight, x512.data(), 3}, {c.weight, x256.data(), 1},
+                              {d.weight, x256.data(), 3}, {b.weight, x512.data(), 5}};
+        std::vector<std::vector<float>> alone;
+        MatmulScratch single(path, 1, 512);
+        for (const Case& k : cases) {
+            alone.emplace_back(size_t(k.n) * size_t(k.w.rows()));
+            matmul(k.w, k.in, alone.back().data(), k.n, single);
+        }
+        for (const int threads : {1, 2}) {
+            INFO(threads << " threads");
+            MatmulScratch scratch(path, threads, 512);
+            std::vector<std::vector<float>> together;
+            std::vector<MatmulTask> tasks;
+            for (const Case& k : cases) together.emplace_back(size_t(k.n) * size_t(k.w.rows()), -1.0f);
+            for (size_t i = 0; i < std::size(cases); ++i) tasks.push_back({cases[i].w, cases[i].in, cases[i].n, together[i].data()});
+            matmul(tasks, scratch);
+            for (size_t i = 0; i < std::size(cases); ++i) {
+                INFO("task " << i);
+                CHECK(std::memcmp(alone[i].data(), together[i].data(), alone[i].size() * sizeof(float)) == 0);
+            }
+        }
+    }
+}

@@ -19,10 +19,15 @@ constexpr int kRowsPerStep = 16;  // a multiple of kInterleave
 // a dozen or more units balance two threads.
 constexpr size_t kChunkBytes = size_t(128) << 10;
 
-void reference_matmul(std::span<const MatmulOutput> outputs, const float* in, int n_tokens, bool parallel, MatmulScratch& s) {
-    for (const MatmulOutput& o : outputs) {
-        const Weight& w = o.weight;
+void reference_matmul(std::span<const MatmulTask> tasks, bool parallel, MatmulScratch& s) {
+    for (const MatmulTask& task : tasks) {
+        const Weight& w = task.weight;
         const int rows = w.rows(), cols = w.cols();
+        if (s.rows[0].size() < size_t(cols))
+            for (int t = 0; t < s.n_threads; ++t) {
+                s.rows[size_t(t)].resize(size_t(cols));
+                s.row_bytes[size_t(t)].resize(size_t(cols) * sizeof(float));
+            }
 #pragma omp parallel for num_threads(s.n_threads) schedule(static) if (parallel)
         for (int r = 0; r < rows; ++r) {
             const size_t me = size_t(omp_get_thread_num());
@@ -33,8 +38,8 @@ void reference_matmul(std::span<const MatmulOutput> outputs, const float* in, in
                 row = s.row_bytes[me].data();
             }
             dequantize_row(w.type(), row, buf, size_t(cols));
-            for (int t = 0; t < n_tokens; ++t)
-                o.out[size_t(t) * rows + r] = simd::dot(buf, in + size_t(t) * cols, size_t(cols));
+            for (int t = 0; t < task.n_tokens; ++t)
+                task.out[size_t(t) * rows + r] = simd::dot(buf, task.in + size_t(t) * cols, size_t(cols));
         }
     }
 }
@@ -159,27 +164,43 @@ GemmBackend choose_gemm(GemmBackend requested, TensorType type, int n_tokens, in
 
 namespace {
 
-// The decode kernels over a batch: rows in chunks, each chunk against every token.
-void native_matmul(std::span<const MatmulOutput> outputs, const float* in, int n_tokens, MatmulScratch& s) {
-    const size_t cols = size_t(outputs[0].weight.cols());
+// The decode kernels over tasks: each task's inputs prepared once (tasks that read the same rows
+// share them), then rows in chunks, each chunk against every token of its task, in one parallel region.
+void native_matmul(std::span<const MatmulTask> tasks, MatmulScratch& s) {
     size_t work = 0;
-    for (const MatmulOutput& o : outputs) work += size_t(o.weight.rows()) * cols * size_t(n_tokens);
+    for (const MatmulTask& task : tasks) work += size_t(task.weight.rows()) * size_t(task.weight.cols()) * size_t(task.n_tokens);
     const bool parallel = s.n_threads > 1 && work >= kMinParallelWork;
-    if (s.path == simd::KernelPath::Reference) return reference_matmul(outputs, in, n_tokens, parallel, s);
+    if (s.path == simd::KernelPath::Reference) return reference_matmul(tasks, parallel, s);
 
     const simd::GemvKernels& kernels = simd::gemv_kernels(s.path);
-    bool needed[3] = {false, false, false};
-    for (const MatmulOutput& o : outputs) needed[int(simd::act_format(o.weight.type(), s.path))] = true;
-    size_t stride[3];
-    for (int f = 0; f < 3; ++f) {
-        stride[f] = simd::act_bytes(simd::ActFormat(f), cols);
-        // Grows only when a longer chunk arrives; decoding never reallocates.
-        if (needed[f] && s.act[f].size() < stride[f] * size_t(n_tokens)) s.act[f].resize(stride[f] * size_t(n_tokens));
+    // One input per distinct (rows, count, width), with where its prepared form starts in each format.
+    s.inputs.clear();
+    s.task_input.clear();
+    size_t used[3] = {0, 0, 0};
+    for (const MatmulTask& task : tasks) {
+        const size_t cols = size_t(task.weight.cols());
+        const int f = int(simd::act_format(task.weight.type(), s.path));
+        size_t i = 0;
+        while (i < s.inputs.size() && !(s.inputs[i].in == task.in && s.inputs[i].n_tokens == task.n_tokens && s.inputs[i].cols == cols)) ++i;
+        if (i == s.inputs.size()) s.inputs.push_back({task.in, task.n_tokens, cols, {kUnprepared, kUnprepared, kUnprepared}});
+        PreparedInput& input = s.inputs[i];
+        if (input.offset[f] == kUnprepared) {
+            input.offset[f] = used[f];
+            used[f] += simd::act_bytes(simd::ActFormat(f), cols) * size_t(task.n_tokens);
+        }
+        s.task_input.push_back(uint32_t(i));
     }
-    const int n_prepare = 3 * n_tokens;
+    // Grows only when a longer batch arrives; decoding never reallocates.
+    for (int f = 0; f < 3; ++f)
+        if (s.act[f].size() < used[f]) s.act[f].resize(used[f]);
+    s.prepares.clear();
+    for (size_t i = 0; i < s.inputs.size(); ++i)
+        for (int f = 0; f < 3; ++f)
+            if (s.inputs[i].offset[f] != kUnprepared)
+                for (int t = 0; t < s.inputs[i].n_tokens; ++t) s.prepares.push_back({uint32_t(i), uint8_t(f), t});
     s.chunks.clear();
-    for (size_t j = 0; j < outputs.size(); ++j) {
-        const Weight& w = outputs[j].weight;
+    for (size_t j = 0; j < tasks.size(); ++j) {
+        const Weight& w = tasks[j].weight;
         const int rows = w.rows();
         // About kChunkBytes of weights per chunk, in whole steps of kRowsPerStep rows.
         const int step = std::max(1, int(kChunkBytes / w.tensor->row_bytes()) / kRowsPerStep) * kRowsPerStep;
@@ -192,10 +213,12 @@ void native_matmul(std::span<const MatmulOutput> outputs, const float* in, int n
 #pragma omp parallel num_threads(s.n_threads) if (parallel)
     {
 #pragma omp for schedule(static)
-        for (int i = 0; i < n_prepare; ++i) {
-            const int f = i / n_tokens, t = i % n_tokens;
-            if (needed[f])
-                kernels.prepare(simd::ActFormat(f), in + size_t(t) * cols, cols, s.act[size_t(f)].data() + size_t(t) * stride[f]);
+        for (size_t i = 0; i < s.prepares.size(); ++i) {
+            const Prepare& p = s.prepares[i];
+            const PreparedInput& input = s.inputs[p.input];
+            const simd::ActFormat f = simd::ActFormat(p.format);
+            kernels.prepare(f, input.in + size_t(p.token) * input.cols, input.cols,
+                            s.act[p.format].data() + input.offset[p.format] + size_t(p.token) * simd::act_bytes(f, input.cols));
         }
         // Chunks go to whichever thread is free: on a shared machine a thread that loses its core
         // for a moment no longer holds up the other at the barrier. A row's value depends only on
@@ -203,11 +226,13 @@ void native_matmul(std::span<const MatmulOutput> outputs, const float* in, int n
 #pragma omp for schedule(dynamic, 1)
         for (size_t c = 0; c < s.chunks.size(); ++c) {
             const RowChunk& chunk = s.chunks[c];
-            const MatmulOutput& o = outputs[chunk.output];
-            const Weight& w = o.weight;
-            const size_t rows = size_t(w.rows()), row_stride = w.tensor->row_bytes();
+            const MatmulTask& task = tasks[chunk.output];
+            const Weight& w = task.weight;
+            const size_t rows = size_t(w.rows()), cols = size_t(w.cols()), row_stride = w.tensor->row_bytes();
             const int f = int(simd::act_format(w.type(), s.path));
-            const uint8_t* act = s.act[size_t(f)].data();
+            const size_t stride = simd::act_bytes(simd::ActFormat(f), cols);
+            const uint8_t* act = s.act[size_t(f)].data() + s.inputs[s.task_input[chunk.output]].offset[f];
+            const int n_tokens = task.n_tokens;
             const simd::DotGroupsFn dot_groups = chunk.grouped ? kernels.dot_groups(w.type()) : nullptr;
             const simd::DotRowsFn dot_rows = chunk.grouped ? nullptr : kernels.dot_rows(w.type());
             const simd::DotGroupsPairFn dot_pair = chunk.grouped ? kernels.dot_groups_pair(w.type()) : nullptr;
@@ -220,19 +245,19 @@ void native_matmul(std::span<const MatmulOutput> outputs, const float* in, int n
                     const uint8_t* x[4];
                     float* out[4];
                     for (int i = 0; i < 4; ++i) {
-                        x[i] = act + size_t(t + i) * stride[f];
-                        out[i] = o.out + size_t(t + i) * rows + size_t(r);
+                        x[i] = act + size_t(t + i) * stride;
+                        out[i] = task.out + size_t(t + i) * rows + size_t(r);
                     }
                     dot_quad(w.tensor->data + size_t(r) * row_stride, size_t(n) / kInterleave, cols, x, out);
                 }
                 for (; dot_pair && t + 2 <= n_tokens; t += 2) {
-                    const uint8_t* x[2] = {act + size_t(t) * stride[f], act + size_t(t + 1) * stride[f]};
-                    float* out[2] = {o.out + size_t(t) * rows + size_t(r), o.out + size_t(t + 1) * rows + size_t(r)};
+                    const uint8_t* x[2] = {act + size_t(t) * stride, act + size_t(t + 1) * stride};
+                    float* out[2] = {task.out + size_t(t) * rows + size_t(r), task.out + size_t(t + 1) * rows + size_t(r)};
                     dot_pair(w.tensor->data + size_t(r) * row_stride, size_t(n) / kInterleave, cols, x, out);
                 }
                 for (; t < n_tokens; ++t) {
-                    float* out = o.out + size_t(t) * rows + size_t(r);
-                    const uint8_t* x = act + size_t(t) * stride[f];
+                    float* out = task.out + size_t(t) * rows + size_t(r);
+                    const uint8_t* x = act + size_t(t) * stride;
                     if (dot_groups)
                         dot_groups(w.tensor->data + size_t(r) * row_stride, size_t(n) / kInterleave, cols, x, out);
                     else
@@ -247,14 +272,32 @@ void native_matmul(std::span<const MatmulOutput> outputs, const float* in, int n
 
 void matmul(std::span<const MatmulOutput> outputs, const float* in, int n_tokens, MatmulScratch& s) {
     if (outputs.empty() || n_tokens <= 0) return;
-    if (s.gemm == GemmBackend::Native || n_tokens < s.gemm_min_tokens) return native_matmul(outputs, in, n_tokens, s);
     // Outputs that read the same input may still go different ways (Q4_K_M mixes Q4_K and Q6_K).
     std::vector<MatmulOutput> by_backend[4];
-    for (const MatmulOutput& o : outputs)
-        by_backend[int(choose_gemm(s.gemm, o.weight.type(), n_tokens, s.gemm_min_tokens))].push_back(o);
+    s.pending.clear();
+    for (const MatmulOutput& o : outputs) {
+        const GemmBackend b = choose_gemm(s.gemm, o.weight.type(), n_tokens, s.gemm_min_tokens);
+        if (b == GemmBackend::Native) s.pending.push_back({o.weight, in, n_tokens, o.out});
+        else by_backend[int(b)].push_back(o);
+    }
     for (const GemmBackend b : {GemmBackend::Onednn, GemmBackend::Openblas})
         if (!by_backend[int(b)].empty()) gemm_matmul(by_backend[int(b)], in, n_tokens, b, s);
-    if (!by_backend[int(GemmBackend::Native)].empty()) native_matmul(by_backend[int(GemmBackend::Native)], in, n_tokens, s);
+    if (!s.pending.empty()) native_matmul(s.pending, s);
+}
+
+void matmul(std::span<const MatmulTask> tasks, MatmulScratch& s) {
+    s.pending.clear();
+    for (const MatmulTask& task : tasks) {
+        if (task.n_tokens <= 0) continue;
+        const GemmBackend b = choose_gemm(s.gemm, task.weight.type(), task.n_tokens, s.gemm_min_tokens);
+        if (b == GemmBackend::Native) {
+            s.pending.push_back(task);
+        } else {
+            const MatmulOutput one[] = {{task.weight, task.out}};
+            gemm_matmul(one, task.in, task.n_tokens, b, s);
+        }
+    }
+    if (!s.pending.empty()) native_matmul(s.pending, s);
 }
 
 }  // namespace rill

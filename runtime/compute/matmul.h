@@ -39,6 +39,28 @@ struct RowChunk {
     int first, count;
 };
 
+// A weight with inputs of its own: out[t][r] = (row r of W) · in[t] for t < n_tokens.
+struct MatmulTask {
+    const Weight& weight;
+    const float* in;
+    int n_tokens;
+    float* out;
+};
+
+// One distinct input of a call to the decode kernels, and where its prepared forms start.
+inline constexpr size_t kUnprepared = ~size_t(0);
+struct PreparedInput {
+    const float* in;
+    int n_tokens;
+    size_t cols;
+    size_t offset[3];  // per simd::ActFormat, into MatmulScratch::act; kUnprepared if no task needs it
+};
+struct Prepare {
+    uint32_t input;
+    uint8_t format;
+    int token;
+};
+
 // Buffers reused across calls, so decoding allocates nothing per token.
 struct MatmulScratch {
     simd::KernelPath path = simd::KernelPath::Reference;
@@ -50,8 +72,12 @@ struct MatmulScratch {
     std::vector<std::vector<uint8_t>> group_bytes;  // GEMM backends: an interleaved group put back in order
     std::vector<std::vector<float>> rows;        // reference path: one dequantized weight row per thread
     std::vector<std::vector<uint8_t>> row_bytes;  // reference path: an interleaved row put back in order
-    std::vector<uint8_t> act[3];           // prepared activations, [tokens][bytes], per ActFormat
+    std::vector<uint8_t> act[3];           // prepared activations, [input][tokens][bytes], per ActFormat
     std::vector<RowChunk> chunks;          // this call's units of work; keeps its capacity
+    std::vector<PreparedInput> inputs;     // this call's distinct inputs
+    std::vector<uint32_t> task_input;      // which of them each task reads
+    std::vector<Prepare> prepares;         // the (input, format, token) activations to prepare
+    std::vector<MatmulTask> pending;       // the tasks that go to the decode kernels
 
     MatmulScratch() = default;
     MatmulScratch(simd::KernelPath path, int n_threads, size_t widest_row, GemmBackend gemm = GemmBackend::Auto);
@@ -68,6 +94,10 @@ struct MatmulOutput {
 // panels for GEMM), and each output is reduced by one thread in a fixed order, so results are the
 // same for any thread count.
 void matmul(std::span<const MatmulOutput> outputs, const float* in, int n_tokens, MatmulScratch& scratch);
+
+// Each task on its own inputs, as matmul does for one; the tasks on the decode kernels share one
+// parallel region, so a mixture's chosen experts cost the team one meeting, not one per expert.
+void matmul(std::span<const MatmulTask> tasks, MatmulScratch& scratch);
 
 inline void matmul(const Weight& w, const float* in, float* out, int n_tokens, MatmulScratch& scratch) {
     const MatmulOutput one[] = {{w, out}};

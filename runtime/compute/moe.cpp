@@ -61,37 +61,59 @@ void route(const Hparams& hp, const LayerWeights& L, const float* xn, int n, Mat
 void moe_ffn(const Hparams& hp, const LayerWeights& L, const float* xn, int n, float* out, MatmulScratch& mm, MoeScratch& s) {
     const int E = hp.n_embd, F = hp.n_ff_exp, k = hp.n_expert_used;
     route(hp, L, xn, n, mm, s);
-    s.slots.resize(size_t(n) * size_t(k) * size_t(E));
-    for (int x = 0; x < hp.n_expert; ++x) {
-        s.members.clear();
-        for (int i = 0; i < n * k; ++i)
-            if (s.chosen[size_t(i)] == x) s.members.push_back(i);
-        if (s.members.empty()) continue;
-        const int m = int(s.members.size());
-        s.rows.resize(size_t(m) * size_t(E));
-        for (int r = 0; r < m; ++r) std::copy_n(xn + size_t(s.members[size_t(r)] / k) * size_t(E), E, &s.rows[size_t(r) * size_t(E)]);
-        s.gate.resize(size_t(m) * size_t(F));
-        s.up.resize(size_t(m) * size_t(F));
-        const MatmulOutput gate_up[] = {{L.gate_exps[size_t(x)], s.gate.data()}, {L.up_exps[size_t(x)], s.up.data()}};
-        matmul(gate_up, s.rows.data(), m, mm);
-        add_row(bias_row(L.b_gate_exps, x), s.gate.data(), m, F);
-        add_row(bias_row(L.b_up_exps, x), s.up.data(), m, F);
-        if (hp.family->activation == Activation::SwigluOai) swiglu_oai(s.gate.data(), s.up.data(), size_t(m) * size_t(F));
-        else swiglu(s.gate.data(), s.up.data(), size_t(m) * size_t(F));
-        s.down.resize(size_t(m) * size_t(E));
-        matmul(L.down_exps[size_t(x)], s.gate.data(), s.down.data(), m, mm);
-        add_row(bias_row(L.b_down_exps, x), s.down.data(), m, E);
-        for (int r = 0; r < m; ++r)
-            std::copy_n(&s.down[size_t(r) * size_t(E)], E, &s.slots[size_t(s.members[size_t(r)]) * size_t(E)]);
+    // The choices sorted by expert, each expert's in token order: rows [first[x], first[x + 1]) of
+    // the gathered inputs are expert x's.
+    s.first.assign(size_t(hp.n_expert) + 1, 0);
+    for (int i = 0; i < n * k; ++i) ++s.first[size_t(s.chosen[size_t(i)]) + 1];
+    for (int x = 0; x < hp.n_expert; ++x) s.first[size_t(x) + 1] += s.first[size_t(x)];
+    s.members.resize(size_t(n) * size_t(k));
+    s.fill.assign(s.first.begin(), s.first.end() - 1);
+    for (int i = 0; i < n * k; ++i) s.members[size_t(s.fill[size_t(s.chosen[size_t(i)])]++)] = i;
+    const size_t total = size_t(n) * size_t(k);
+    s.rows.resize(total * size_t(E));
+    s.gate.resize(total * size_t(F));
+    s.up.resize(total * size_t(F));
+    s.down.resize(total * size_t(E));
+    for (size_t r = 0; r < total; ++r) std::copy_n(xn + size_t(s.members[r] / k) * size_t(E), E, &s.rows[r * size_t(E)]);
+
+    // Every chosen expert's gate and up, then every one's down, each set in one call.
+    const auto experts_in_use = [&](auto&& each) {
+        for (int x = 0; x < hp.n_expert; ++x)
+            if (const int m = s.first[size_t(x) + 1] - s.first[size_t(x)]; m > 0) each(x, s.first[size_t(x)], m);
+    };
+    s.tasks.clear();
+    experts_in_use([&](int x, int r, int m) {
+        s.tasks.push_back({L.gate_exps[size_t(x)], &s.rows[size_t(r) * size_t(E)], m, &s.gate[size_t(r) * size_t(F)]});
+        s.tasks.push_back({L.up_exps[size_t(x)], &s.rows[size_t(r) * size_t(E)], m, &s.up[size_t(r) * size_t(F)]});
+    });
+    matmul(s.tasks, mm);
+    experts_in_use([&](int x, int r, int m) {
+        float* gate = &s.gate[size_t(r) * size_t(F)];
+        float* up = &s.up[size_t(r) * size_t(F)];
+        add_row(bias_row(L.b_gate_exps, x), gate, m, F);
+        add_row(bias_row(L.b_up_exps, x), up, m, F);
+        if (hp.family->activation == Activation::SwigluOai) swiglu_oai(gate, up, size_t(m) * size_t(F));
+        else swiglu(gate, up, size_t(m) * size_t(F));
+    });
+    s.tasks.clear();
+    experts_in_use([&](int x, int r, int m) {
+        s.tasks.push_back({L.down_exps[size_t(x)], &s.gate[size_t(r) * size_t(F)], m, &s.down[size_t(r) * size_t(E)]});
         s.expert_bytes += L.gate_exps[size_t(x)].tensor->n_bytes + L.up_exps[size_t(x)].tensor->n_bytes +
                           L.down_exps[size_t(x)].tensor->n_bytes;
-    }
+    });
+    matmul(s.tasks, mm);
+    experts_in_use([&](int x, int r, int m) { add_row(bias_row(L.b_down_exps, x), &s.down[size_t(r) * size_t(E)], m, E); });
+
+    // Each token's choices summed best-first: slot[choice] is where its expert's output landed.
+    s.slot.resize(total);
+    for (size_t r = 0; r < total; ++r) s.slot[size_t(s.members[r])] = r;
     for (int t = 0; t < n; ++t) {
         float* o = out + size_t(t) * size_t(E);
         std::fill(o, o + E, 0.0f);
         for (int j = 0; j < k; ++j) {
-            const float w = s.weights[size_t(t) * size_t(k) + size_t(j)];
-            const float* y = &s.slots[(size_t(t) * size_t(k) + size_t(j)) * size_t(E)];
+            const size_t choice = size_t(t) * size_t(k) + size_t(j);
+            const float w = s.weights[choice];
+            const float* y = &s.down[s.slot[choice] * size_t(E)];
             for (int i = 0; i < E; ++i) o[i] += w * y[i];
         }
     }

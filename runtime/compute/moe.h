@@ -14,9 +14,11 @@ struct MoeScratch {
     std::vector<float> logits;      // [token][n_expert]
     std::vector<int> chosen;        // [token][k]: expert ids, best first
     std::vector<float> weights;     // [token][k]
-    std::vector<float> rows, gate, up, down;  // one expert's tokens: inputs, gate, up, outputs
-    std::vector<float> slots;       // [token][k][n_embd]: each choice's output before the weighted sum
-    std::vector<int> members;       // token·k + slot of each row routed to the current expert
+    std::vector<int> first, fill;   // [expert]: where its rows start among the choices sorted by expert
+    std::vector<int> members;       // [row]: the choice (token·k + j) each sorted row is
+    std::vector<size_t> slot;       // [choice]: its row
+    std::vector<float> rows, gate, up, down;  // [row][…]: inputs, gate (then the activation), up, outputs
+    std::vector<MatmulTask> tasks;  // the chosen experts' matrices for one call
     uint64_t expert_bytes = 0;      // expert weight bytes read since the counter was last cleared
 };
 
