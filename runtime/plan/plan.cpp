@@ -42,8 +42,10 @@ DecodeEstimate predict_decode(const ModelShape& shape, const MachineProfile& pro
     uint64_t matrix_bytes = 0;
     for (const TensorShape& t : shape.tensors) {
         if (!is_decode_matrix(t, shape.tied_output)) continue;
-        seconds += double(t.bytes) / gemv_rate(profile, t.type, n_threads);
-        matrix_bytes += t.bytes;
+        // A mixture of experts reads its chosen share of the experts (as the budget counts them).
+        const uint64_t bytes = uint64_t(double(t.bytes) * active_share(t, shape.hp) + 0.5);
+        seconds += double(bytes) / gemv_rate(profile, t.type, n_threads);
+        matrix_bytes += bytes;
     }
     // Attention reads every cached key and value once, but per position it also costs a dot product,
     // a softmax term and a weighted add per query head: whichever is slower sets its time.
@@ -73,10 +75,14 @@ PrefillEstimate predict_prefill(const ModelShape& shape, const MachineProfile& p
         const int m = std::min(batch, n_tokens - first);
         for (const TensorShape& t : shape.tensors) {
             if (!t.is_matrix() || t.name.rfind("blk.", 0) != 0) continue;
-            if (m < kGemmMinTokens) {  // short batches run on the decode kernels, a pass over the weights per token
-                seconds += double(m) * double(t.bytes) / gemv_rate(profile, t.type, n_threads);
+            // A mixture's expert multiplies only the tokens routed to it: on average m·k/n of them,
+            // and the experts no token chose are not read at all.
+            const double share = active_share(t, shape.hp), routed = double(m) * share;
+            const double touched = std::min(1.0, routed) * double(t.bytes);
+            if (routed < kGemmMinTokens) {  // short batches run on the decode kernels, a pass over the weights per token
+                seconds += std::max(1.0, routed) * touched / gemv_rate(profile, t.type, n_threads);
             } else {
-                seconds += 2.0 * double(t.row_length) * double(t.rows) * m / gemm_rate(profile, t.type, n_threads, int(t.row_length));
+                seconds += 2.0 * double(t.row_length) * double(t.rows) * routed / gemm_rate(profile, t.type, n_threads, int(t.row_length));
             }
         }
         // Attention's two products per head over the positions seen so far, at the measured rate of
