@@ -135,7 +135,8 @@ void write_family_metadata(GgufWriter& out, const SynthPreset& p) {
     const SynthFamilyShape& f = p.family;
     if (f.n_swa > 0) {
         out.set_u32(a + "attention.sliding_window", uint32_t(f.n_swa));
-        out.set_f32(a + "rope.freq_base_swa", f.rope_base_swa);
+        // gpt-oss's files have no base of their own for sliding layers (they take the global one).
+        if (f.rope_base_swa > 0) out.set_f32(a + "rope.freq_base_swa", f.rope_base_swa);
     }
     if (f.rope_linear_factor > 0) {
         out.set_string(a + "rope.scaling.type", "linear");
