@@ -68,14 +68,14 @@ static void interleave_matrices(Model& m) {
     if (m.output.tensor != m.token_embd.tensor) add(m.output, nullptr);
     const bool copy = m.file.mapped();
     if (copy) {
+        std::vector<size_t> offset(jobs.size());
         size_t total = 0;
-        for (const Job& j : jobs) total += (j.weight->tensor->n_bytes + 63) / 64 * 64;
-        m.relaid = AnonymousMemory(total, m.file.name());
-        size_t at = 0;
-        for (Job& j : jobs) {
-            j.data = m.relaid.data() + at;
-            at += (j.weight->tensor->n_bytes + 63) / 64 * 64;
+        for (size_t i = 0; i < jobs.size(); ++i) {
+            offset[i] = total;
+            total += (jobs[i].weight->tensor->n_bytes + 63) / 64 * 64;  // each copy on its own cache lines
         }
+        m.relaid = AnonymousMemory(total, m.file.name());
+        for (size_t i = 0; i < jobs.size(); ++i) jobs[i].data = m.relaid.data() + offset[i];
     } else {
         for (Job& j : jobs)
             if ((j.data = m.file.writable_data(*j.weight->tensor)) == nullptr) return;  // the caller's bytes
