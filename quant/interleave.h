@@ -1,4 +1,4 @@
-// A load-time layout for decode (Q4_0, Q8_0, Q4_K, Q6_K): rows regrouped eight at a time, block by
+// A load-time layout for decode (Q4_0, Q8_0, Q4_K, Q6_K, MXFP4): rows regrouped eight at a time, block by
 // block, so one vector load brings eight rows' scales and one activation block serves eight rows.
 // The bytes are the same bytes, moved, so the interleaved tensor takes exactly the file's space.
 // Rows past the last full group of eight keep ggml's layout.
@@ -16,8 +16,8 @@ inline constexpr size_t kInterleave = 8;
 inline constexpr int kInterleaveLanes[kInterleave] = {0, 2, 4, 6, 1, 3, 5, 7};
 
 bool can_interleave(TensorType type);
-// In place. Group g, block b holds the eight rows' half-float scales (in kInterleaveLanes order; Q4_K
-// has two, d then dmin), then the eight rows' remaining block bytes in row order.
+// In place. Group g, block b holds the eight rows' scales (half floats, or MXFP4's exponent bytes) in
+// kInterleaveLanes order (Q4_K has two, d then dmin), then the eight rows' remaining block bytes in row order.
 void interleave_rows(TensorType type, uint8_t* data, size_t n_rows, size_t row_bytes);
 // Row r of an interleaved tensor back in ggml's layout.
 void plain_row(TensorType type, const uint8_t* data, size_t r, size_t row_bytes, uint8_t* out);

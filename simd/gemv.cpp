@@ -140,6 +140,7 @@ DotGroupsFn GemvKernels::dot_groups(TensorType type) const {
     if (type == TensorType::Q8_0) return q8_0_x8;
     if (type == TensorType::Q4_K) return q4_k_x8;
     if (type == TensorType::Q6_K) return q6_k_x8;
+    if (type == TensorType::MXFP4) return mxfp4_x8;
     return nullptr;
 }
 

@@ -454,6 +454,65 @@ static void dot_groups_q8_0(const uint8_t* groups, size_t n_groups, size_t n, co
     }
 }
 
+// MXFP4: per block, eight rows' exponent bytes (lane order), then each row's 16 code bytes; two rows
+// share a register as in Q4_0. Codes look up their level plus 12, an unsigned byte (0..24), so the
+// unsigned-by-signed dot product is exact and needs no sign shuffling; 12 times the activation block's
+// sum comes off at the end, as Q4_0's offset of 8 does. Pair sums stay within int16 (2 × 24 × 127).
+static constexpr int8_t kMXFP4LevelsPlus12[16] = {12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0};
+static_assert(kMXFP4LevelsPlus12[15] == kMXFP4Levels[15] + 12 && kMXFP4LevelsPlus12[7] == kMXFP4Levels[7] + 12);
+
+template <int T>
+static void dot_groups_mxfp4_tokens(const uint8_t* groups, size_t n_groups, size_t n, const uint8_t* const* acts, float* const* outs) {
+    const size_t nb = n / 32;
+    const int8_t* q[T];
+    const float* d[T];
+    const float* s[T];
+    for (int t = 0; t < T; ++t) {
+        q[t] = reinterpret_cast<const int8_t*>(acts[t]);
+        d[t] = reinterpret_cast<const float*>(acts[t] + n);
+        s[t] = d[t] + nb;
+    }
+    const I8x32 table = load_table16(kMXFP4LevelsPlus12);
+    for (size_t g = 0; g < n_groups; ++g) {
+        const uint8_t* base = groups + g * nb * 136;
+        F32x8 acc[T], bias[T];
+        for (int t = 0; t < T; ++t) acc[t] = bias[t] = zero_f();
+        for (size_t b = 0; b < nb; ++b) {
+            const uint8_t* chunk = base + b * 136;
+            prefetch_ahead(chunk, 136);
+            I8x32 lo[4], hi[4];
+            for (int k = 0; k < 4; ++k) {
+                const I8x32 bytes = load_bytes(chunk + 8 + 32 * k);
+                lo[k] = lookup16(table, and_bytes(bytes, 0x0f));
+                hi[k] = lookup16(table, shr_and(bytes, 4, 0x0f));
+            }
+            const F32x8 dw = load_e8m0_half(chunk);
+            for (int t = 0; t < T; ++t) {
+                const I8x32 x_lo = broadcast16(q[t] + 32 * b), x_hi = broadcast16(q[t] + 32 * b + 16);
+                I32x8 p[4];
+                for (int k = 0; k < 4; ++k) p[k] = add32(dot_u8s8(lo[k], x_lo), dot_u8s8(hi[k], x_hi));
+                // Lanes come out in kInterleaveLanes order, as the scales were stored.
+                const I32x8 sums = hadd32(hadd32(p[0], p[1]), hadd32(p[2], p[3]));
+                acc[t] = fma_f(to_f32(sums), mul_f(dw, splat_f(d[t][b])), acc[t]);
+                bias[t] = fma_f(dw, splat_f(s[t][b]), bias[t]);
+            }
+        }
+        for (int t = 0; t < T; ++t) {
+            float lanes[8];
+            store_f32(lanes, fma_f(bias[t], splat_f(-12.0f), acc[t]));
+            for (int i = 0; i < 8; ++i) outs[t][8 * g + size_t(kInterleaveLanes[i])] = lanes[i];
+        }
+    }
+}
+
+static void dot_groups_mxfp4(const uint8_t* groups, size_t n_groups, size_t n, const uint8_t* act, float* out) {
+    dot_groups_mxfp4_tokens<1>(groups, n_groups, n, &act, &out);
+}
+
+static void dot_groups_mxfp4_quad(const uint8_t* groups, size_t n_groups, size_t n, const uint8_t* const* acts, float* const* outs) {
+    dot_groups_mxfp4_tokens<4>(groups, n_groups, n, acts, outs);
+}
+
 // Q4_K: per super-block, eight rows' d then eight rows' dmin (lane order), then each row's packed
 // scales and quants. Per-row work is the same as dot_row_q4_k; what the group saves is the per-row
 // horizontal sums, scale conversions and float arithmetic, done once for eight rows.
@@ -651,9 +710,11 @@ static const GemvKernels kKernels = {
     dot_groups_q8_0,
     dot_groups_q4_k,
     dot_groups_q6_k,
+    dot_groups_mxfp4,
     dot_groups_q4_0_pair,
     dot_groups_q4_0_quad,
     dot_groups_q6_k_quad,
+    dot_groups_mxfp4_quad,
     weighted_sum<4, load_f32_bytes, scalar_f32>,
     weighted_sum<2, load_f16, scalar_f16>,
 };

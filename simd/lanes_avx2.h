@@ -94,6 +94,14 @@ static inline F32x8 gather_f16(const uint8_t* p, size_t stride) {
     for (int i = 0; i < 8; ++i) std::memcpy(&h[i], p + size_t(i) * stride, 2);
     return {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h)))};
 }
+// Eight E8M0 exponent bytes as e8m0_half's floats, 2^(e - 128), exactly: shifted into the exponent
+// field where that is normal, the subnormal bit pattern for e < 2.
+static inline F32x8 load_e8m0_half(const uint8_t* p) {
+    const __m256i e = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+    const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+    const __m256i tiny = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+    return {_mm256_castsi256_ps(_mm256_blendv_epi8(tiny, normal, _mm256_cmpgt_epi32(e, _mm256_set1_epi32(1))))};
+}
 static inline F32x8 to_f32(I32x8 a) { return {_mm256_cvtepi32_ps(a.v)}; }
 static inline F32x8 add_f(F32x8 a, F32x8 b) { return {_mm256_add_ps(a.v, b.v)}; }
 static inline F32x8 mul_f(F32x8 a, F32x8 b) { return {_mm256_mul_ps(a.v, b.v)}; }

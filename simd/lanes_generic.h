@@ -144,6 +144,11 @@ static inline F32x8 gather_f16(const uint8_t* p, size_t stride) {
     }
     return r;
 }
+static inline F32x8 load_e8m0_half(const uint8_t* p) {
+    F32x8 r;
+    for (int i = 0; i < 8; ++i) r.f[i] = e8m0_half(p[i]);
+    return r;
+}
 static inline F32x8 to_f32(I32x8 a) { F32x8 r; for (int i = 0; i < 8; ++i) r.f[i] = float(a.w[i]); return r; }
 static inline F32x8 add_f(F32x8 a, F32x8 b) { for (int i = 0; i < 8; ++i) a.f[i] += b.f[i]; return a; }
 static inline F32x8 mul_f(F32x8 a, F32x8 b) { for (int i = 0; i < 8; ++i) a.f[i] *= b.f[i]; return a; }

@@ -149,7 +149,7 @@ TEST_CASE("a row's result does not depend on how many rows one call covers", "[k
 }
 
 TEST_CASE("interleaving rows and reading one back restores it byte for byte", "[kernels][interleave]") {
-    for (const TensorType type : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
+    for (const TensorType type : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K, TensorType::MXFP4}) {
         INFO(traits(type).name);
         const size_t cols = 512, rows = 19, stride = row_bytes(type, cols);  // two groups and three rows more
         std::vector<uint8_t> plain(stride * rows);
@@ -173,7 +173,7 @@ TEST_CASE("matmul over an interleaved weight equals exact arithmetic for every r
     const size_t cols = 512, rows = 563;
     REQUIRE(rows * cols >= kMinParallelWork);
     for (const simd::KernelPath path : integer_paths()) {
-        for (const TensorType type : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
+        for (const TensorType type : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K, TensorType::MXFP4}) {
             INFO(simd::kernel_path_name(path) << " " << traits(type).name);
             const test::RandomWeight random(type, rows, cols, 50);
             const std::vector<float>& dequantized = random.values;
@@ -215,28 +215,31 @@ TEST_CASE("vector dequantization gives the scalar reference's floats bit for bit
     }
 }
 
-TEST_CASE("the four-token Q6_K group kernel gives each token exactly its single-token results", "[kernels][interleave]") {
+TEST_CASE("the four-token Q6_K and MXFP4 group kernels give each token exactly its single-token results", "[kernels][interleave]") {
     const size_t cols = 512, rows = 16;
-    const size_t stride = row_bytes(TensorType::Q6_K, cols);
-    std::vector<uint8_t> bytes(stride * rows);
-    for (size_t r = 0; r < rows; ++r) quantize_row(TensorType::Q6_K, test::normal_floats(cols, uint32_t(90 + r)).data(), bytes.data() + r * stride, cols);
-    interleave_rows(TensorType::Q6_K, bytes.data(), rows, stride);
-    for (const simd::KernelPath path : integer_paths()) {
-        INFO(simd::kernel_path_name(path));
-        const simd::GemvKernels& k = simd::gemv_kernels(path);
-        REQUIRE(k.dot_groups_quad(TensorType::Q6_K) != nullptr);
-        std::vector<std::vector<uint8_t>> a(4, std::vector<uint8_t>(simd::act_bytes(ActFormat::Q8x256, cols)));
-        std::vector<std::vector<float>> single(4, std::vector<float>(rows)), grouped(4, std::vector<float>(rows));
-        const uint8_t* acts[4];
-        float* outs[4];
-        for (size_t t = 0; t < 4; ++t) {
-            k.prepare(ActFormat::Q8x256, test::normal_floats(cols, uint32_t(5 + t)).data(), cols, a[t].data());
-            k.dot_groups(TensorType::Q6_K)(bytes.data(), rows / 8, cols, a[t].data(), single[t].data());
-            acts[t] = a[t].data();
-            outs[t] = grouped[t].data();
+    for (const TensorType type : {TensorType::Q6_K, TensorType::MXFP4}) {
+        const size_t stride = row_bytes(type, cols);
+        std::vector<uint8_t> bytes(stride * rows);
+        for (size_t r = 0; r < rows; ++r) quantize_row(type, test::normal_floats(cols, uint32_t(90 + r)).data(), bytes.data() + r * stride, cols);
+        interleave_rows(type, bytes.data(), rows, stride);
+        for (const simd::KernelPath path : integer_paths()) {
+            INFO(simd::kernel_path_name(path) << " " << traits(type).name);
+            const simd::GemvKernels& k = simd::gemv_kernels(path);
+            REQUIRE(k.dot_groups_quad(type) != nullptr);
+            const ActFormat format = simd::act_format(type, path);
+            std::vector<std::vector<uint8_t>> a(4, std::vector<uint8_t>(simd::act_bytes(format, cols)));
+            std::vector<std::vector<float>> single(4, std::vector<float>(rows)), grouped(4, std::vector<float>(rows));
+            const uint8_t* acts[4];
+            float* outs[4];
+            for (size_t t = 0; t < 4; ++t) {
+                k.prepare(format, test::normal_floats(cols, uint32_t(5 + t)).data(), cols, a[t].data());
+                k.dot_groups(type)(bytes.data(), rows / 8, cols, a[t].data(), single[t].data());
+                acts[t] = a[t].data();
+                outs[t] = grouped[t].data();
+            }
+            k.dot_groups_quad(type)(bytes.data(), rows / 8, cols, acts, outs);
+            for (size_t t = 0; t < 4; ++t) CHECK(std::memcmp(single[t].data(), grouped[t].data(), rows * sizeof(float)) == 0);
         }
-        k.dot_groups_quad(TensorType::Q6_K)(bytes.data(), rows / 8, cols, acts, outs);
-        for (size_t t = 0; t < 4; ++t) CHECK(std::memcmp(single[t].data(), grouped[t].data(), rows * sizeof(float)) == 0);
     }
 }
 

@@ -4,11 +4,21 @@
 #include <cmath>
 #include <cstring>
 
+#include "quant/interleave.h"
 #include "simd/dot.h"
 
 namespace rill {
 
-void weight_row(const Weight& w, int row, float* out) { dequantize_row(w.type(), w.row(row), out, size_t(w.cols())); }
+void weight_row(const Weight& w, int row, float* out) {
+    if (w.interleaved && row < w.rows() / int(kInterleave) * int(kInterleave)) {
+        // Put back in ggml's layout first; only tests and tools read such a row one at a time.
+        std::vector<uint8_t> plain(w.tensor->row_bytes());
+        plain_row(w.type(), w.tensor->data, size_t(row), plain.size(), plain.data());
+        dequantize_row(w.type(), plain.data(), out, size_t(w.cols()));
+        return;
+    }
+    dequantize_row(w.type(), w.row(row), out, size_t(w.cols()));
+}
 
 void rmsnorm(const float* x, const Weight& gain, float* out, int n, float eps) {
     double sum_sq = 0;

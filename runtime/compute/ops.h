@@ -8,7 +8,7 @@
 
 namespace rill {
 
-// One row of a weight, dequantized (used for embedding lookup).
+// One row of a weight, dequantized (used for embedding lookup), interleaved or not.
 void weight_row(const Weight& w, int row, float* out);
 
 void rmsnorm(const float* x, const Weight& gain, float* out, int n, float eps);
