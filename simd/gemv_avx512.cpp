@@ -23,6 +23,7 @@
 namespace rill::simd::avx512 {
 constexpr KernelPath kPath = KernelPath::Avx512;
 #define RILL_LANES_VNNI 1
+#define RILL_LANES_AVX512 1  // 512-bit forms of the kernels that gain from them (MXFP4 groups)
 #include "lanes_avx2.h"
 #include "gemv_body.inl"
 const GemvKernels& kernels() { return kKernels; }

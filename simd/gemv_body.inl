@@ -505,13 +505,21 @@ static void dot_groups_mxfp4_tokens(const uint8_t* groups, size_t n_groups, size
     }
 }
 
+#if defined(RILL_LANES_AVX512)
+#include "gemv_mxfp4_avx512.inl"
+#define RILL_MXFP4_GROUPS dot_groups_mxfp4_512
+#else
+#define RILL_MXFP4_GROUPS dot_groups_mxfp4_tokens
+#endif
+
 static void dot_groups_mxfp4(const uint8_t* groups, size_t n_groups, size_t n, const uint8_t* act, float* out) {
-    dot_groups_mxfp4_tokens<1>(groups, n_groups, n, &act, &out);
+    RILL_MXFP4_GROUPS<1>(groups, n_groups, n, &act, &out);
 }
 
 static void dot_groups_mxfp4_quad(const uint8_t* groups, size_t n_groups, size_t n, const uint8_t* const* acts, float* const* outs) {
-    dot_groups_mxfp4_tokens<4>(groups, n_groups, n, acts, outs);
+    RILL_MXFP4_GROUPS<4>(groups, n_groups, n, acts, outs);
 }
+#undef RILL_MXFP4_GROUPS
 
 // Q4_K: per super-block, eight rows' d then eight rows' dmin (lane order), then each row's packed
 // scales and quants. Per-row work is the same as dot_row_q4_k; what the group saves is the per-row

@@ -59,7 +59,10 @@ std::vector<std::string> recipe_names() {
 }
 
 bool tensor_is_quantizable(const std::string& name, uint32_t n_dims) {
-    return n_dims >= 2 && ends_with(name, "weight") && name.find("_norm.weight") == std::string::npos;
+    // A mixture's router stays as it is, as llama.cpp leaves it: it is small, and rounding its logits
+    // would change which experts a token picks.
+    return n_dims >= 2 && ends_with(name, "weight") && name.find("_norm.weight") == std::string::npos &&
+           name.find("ffn_gate_inp.weight") == std::string::npos;
 }
 
 QuantMix::QuantMix(const QuantRecipe& recipe, bool pure, int n_gqa, bool tied, const std::vector<std::string>& names)

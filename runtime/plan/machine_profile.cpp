@@ -137,12 +137,13 @@ uint64_t splitmix(uint64_t& state) {
     return z ^ (z >> 31);
 }
 
-// Random bytes that read as ordinary numbers in every type: each odd byte (the high byte of a
-// half-float scale, of an F16 or BF16 value, or of half an F32) gets a middling exponent, so no value
-// is NaN, infinite or a float32 subnormal, which some CPUs handle slowly.
+// Random bytes that read as ordinary numbers in every type: every byte is 0x30 to 0x3b, so the high
+// byte of a half-float scale, of an F16 or BF16 value or of half an F32 is a middling exponent, and an
+// MXFP4 exponent byte (at any offset) a scale of 2^-80 or more, whose products stay normal. No value is
+// NaN, infinite or a float32 subnormal, which some CPUs handle slowly.
 void fill_weights(std::vector<uint8_t>& bytes, uint64_t seed) {
     for (size_t i = 0; i < bytes.size(); i += 8) {
-        const uint64_t z = (splitmix(seed) & 0x3b3b3b3b3b3b3b3bull) | 0x3000300030003000ull;
+        const uint64_t z = (splitmix(seed) & 0x3b3b3b3b3b3b3b3bull) | 0x3030303030303030ull;
         std::memcpy(&bytes[i], &z, std::min<size_t>(8, bytes.size() - i));
     }
 }
