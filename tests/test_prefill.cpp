@@ -37,6 +37,15 @@ TEST_CASE("a batch below the cut-over always goes to the decode kernels", "[pref
     CHECK(choose_gemm(GemmBackend::Native, TensorType::F16, 512) == GemmBackend::Native);
 }
 
+TEST_CASE("with VNNI auto keeps every interleaved type on the decode kernels and sends the rest to OpenBLAS", "[prefill]") {
+    const simd::KernelPath vnni = simd::KernelPath::Avx512;
+    for (const TensorType t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K, TensorType::MXFP4})
+        CHECK(choose_gemm(GemmBackend::Auto, t, 512, kGemmMinTokens, vnni) == GemmBackend::Native);
+    CHECK(choose_gemm(GemmBackend::Auto, TensorType::Q5_K, 512, kGemmMinTokens, vnni) == GemmBackend::Openblas);
+    CHECK(choose_gemm(GemmBackend::Auto, TensorType::F16, 512, kGemmMinTokens, vnni) == GemmBackend::Openblas);
+    CHECK(choose_gemm(GemmBackend::Openblas, TensorType::Q4_K, 512, kGemmMinTokens, vnni) == GemmBackend::Openblas);
+}
+
 TEST_CASE("auto sends float, Q8_0 and k-quant prompt batches to OpenBLAS and keeps Q4_0 on the decode kernels", "[prefill]") {
     CHECK(choose_gemm(GemmBackend::Auto, TensorType::F16, 512) == GemmBackend::Openblas);
     CHECK(choose_gemm(GemmBackend::Auto, TensorType::Q4_K, 512) == GemmBackend::Openblas);

@@ -19,11 +19,13 @@ inline constexpr size_t kMinParallelWork = size_t(1) << 18;
 // draft tokens) always go to the decode kernels, which read each weight once without dequantizing it.
 inline constexpr int kGemmMinTokens = 16;
 
-// Which backend multiplies a batch of n_tokens by a weight of this type. A forced backend is used
-// from min_tokens up. Auto follows bench_gemm's measurements (README, "Prompt processing"): the
-// integer decode kernels beat float GEMM on Q4_0 at every batch size, and OpenBLAS takes the other
-// types from a batch size that depends on what dequantizing the type costs.
-GemmBackend choose_gemm(GemmBackend requested, TensorType type, int n_tokens, int min_tokens = kGemmMinTokens);
+// Which backend multiplies a batch of n_tokens by a weight of this type on this kernel path. A forced
+// backend is used from min_tokens up. Auto follows bench_gemm's measurements (README, "Prompt
+// processing"): the integer decode kernels beat float GEMM on Q4_0 and MXFP4 at every batch size, and
+// on every interleaved type with VNNI; elsewhere OpenBLAS takes the other types from a batch size that
+// depends on what dequantizing the type costs.
+GemmBackend choose_gemm(GemmBackend requested, TensorType type, int n_tokens, int min_tokens = kGemmMinTokens,
+                        simd::KernelPath path = simd::KernelPath::Avx2);
 
 // Weight rows dequantized at a time per thread for the GEMM backends: about this many bytes of
 // float32, in whole multiples of 16 rows, so the scratch stays bounded whatever the model.
