@@ -164,19 +164,34 @@ static inline void unpack_k4_scales(const uint8_t* packed, uint8_t scales[8], ui
     std::memcpy(mins, &m, 8);
 }
 
-// One Q4_K super-block times 256 activations: the scaled quant products, exact in int32, and in
-// *min_sum the sub-block mins times the activation sums. Shared by the row and group kernels.
-static inline I32x8 q4_k_sum(const uint8_t* packed_scales, const uint8_t* qs, const int8_t* x, const int16_t* sums16, int32_t* min_sum) {
+// One Q4_K super-block times 256 activations, for T tokens at once: the scaled quant products, exact
+// in int32, and in min_sum the sub-block mins times the activation sums. The scales and nibbles are
+// unpacked once for all tokens; integer sums are exact, so each token's result is the same as alone.
+// Shared by the row and group kernels.
+template <int T>
+static inline void q4_k_sums(const uint8_t* packed_scales, const uint8_t* qs, const int8_t* const* x, const int16_t* const* sums16,
+                             I32x8* sum, int32_t* min_sum) {
     uint8_t scale[8], min[8];
     unpack_k4_scales(packed_scales, scale, min);
-    *min_sum = dot_u8x8_pairs(min, sums16);
     const I16x16 scales = widen_u8x8(scale);
-    I32x8 sum = zero32();
+    for (int t = 0; t < T; ++t) {
+        min_sum[t] = dot_u8x8_pairs(min, sums16[t]);
+        sum[t] = zero32();
+    }
     for (int i = 0; i < 4; ++i) {
         const I8x32 bytes = load_bytes(qs + 32 * i);
-        sum = add32(sum, madd16(mul_u8s8(and_bytes(bytes, 0x0f), load_bytes(x + 64 * i)), pick16(scales, 2 * i, 2 * i)));
-        sum = add32(sum, madd16(mul_u8s8(shr_and(bytes, 4, 0x0f), load_bytes(x + 64 * i + 32)), pick16(scales, 2 * i + 1, 2 * i + 1)));
+        const I8x32 lo = and_bytes(bytes, 0x0f), hi = shr_and(bytes, 4, 0x0f);
+        const I16x16 scale_lo = pick16(scales, 2 * i, 2 * i), scale_hi = pick16(scales, 2 * i + 1, 2 * i + 1);
+        for (int t = 0; t < T; ++t) {
+            sum[t] = add32(sum[t], madd16(mul_u8s8(lo, load_bytes(x[t] + 64 * i)), scale_lo));
+            sum[t] = add32(sum[t], madd16(mul_u8s8(hi, load_bytes(x[t] + 64 * i + 32)), scale_hi));
+        }
     }
+}
+
+static inline I32x8 q4_k_sum(const uint8_t* packed_scales, const uint8_t* qs, const int8_t* x, const int16_t* sums16, int32_t* min_sum) {
+    I32x8 sum;
+    q4_k_sums<1>(packed_scales, qs, &x, &sums16, &sum, min_sum);
     return sum;
 }
 
@@ -523,31 +538,58 @@ static void dot_groups_mxfp4_quad(const uint8_t* groups, size_t n_groups, size_t
 
 // Q4_K: per super-block, eight rows' d then eight rows' dmin (lane order), then each row's packed
 // scales and quants. Per-row work is the same as dot_row_q4_k; what the group saves is the per-row
-// horizontal sums, scale conversions and float arithmetic, done once for eight rows.
-static void dot_groups_q4_k(const uint8_t* groups, size_t n_groups, size_t n, const uint8_t* act, float* out) {
-    const Act256 a = act256(act, n);
+// horizontal sums, scale conversions and float arithmetic, done once for eight rows. T tokens at once
+// share each row's unpacking, each token's arithmetic the same as alone.
+template <int T>
+static void dot_groups_q4_k_tokens(const uint8_t* groups, size_t n_groups, size_t n, const uint8_t* const* acts, float* const* outs) {
+    Act256 a[T];
+    for (int t = 0; t < T; ++t) a[t] = act256(acts[t], n);
     const size_t nb = n / 256;
     for (size_t g = 0; g < n_groups; ++g) {
         const uint8_t* base = groups + g * nb * 1152;
-        F32x8 acc = zero_f(), mins = zero_f();
+        F32x8 acc[T], mins[T];
+        for (int t = 0; t < T; ++t) acc[t] = mins[t] = zero_f();
         for (size_t b = 0; b < nb; ++b) {
             const uint8_t* chunk = base + b * 1152;
             prefetch_ahead(chunk, 1152);
-            const int8_t* x = a.q + 256 * b;
-            I32x8 p[8];
-            alignas(32) int32_t min_sum[8];
+            const int8_t* x[T];
+            const int16_t* sums[T];
+            for (int t = 0; t < T; ++t) {
+                x[t] = a[t].q + 256 * b;
+                sums[t] = a[t].sums + 16 * b;
+            }
+            I32x8 p[T][8];
+            alignas(32) int32_t min_sum[T][8];
             for (int i = 0; i < 8; ++i) {
                 const uint8_t* row = chunk + 32 + 140 * size_t(kInterleaveLanes[i]);
-                p[i] = q4_k_sum(row, row + 12, x, a.sums + 16 * b, &min_sum[i]);
+                I32x8 row_sum[T];
+                int32_t row_min[T];
+                q4_k_sums<T>(row, row + 12, x, sums, row_sum, row_min);
+                for (int t = 0; t < T; ++t) {
+                    p[t][i] = row_sum[t];
+                    min_sum[t][i] = row_min[t];
+                }
             }
-            const F32x8 dx = splat_f(a.d[b]);
-            acc = fma_f(to_f32(hsum8x8(p)), mul_f(load_f16(chunk), dx), acc);
-            mins = fma_f(to_f32(load_i32x8(min_sum)), mul_f(load_f16(chunk + 16), dx), mins);
+            for (int t = 0; t < T; ++t) {
+                const F32x8 dx = splat_f(a[t].d[b]);
+                acc[t] = fma_f(to_f32(hsum8x8(p[t])), mul_f(load_f16(chunk), dx), acc[t]);
+                mins[t] = fma_f(to_f32(load_i32x8(min_sum[t])), mul_f(load_f16(chunk + 16), dx), mins[t]);
+            }
         }
-        float lanes[8];
-        store_f32(lanes, add_f(acc, mul_f(mins, splat_f(-1.0f))));
-        for (int i = 0; i < 8; ++i) out[8 * g + size_t(kInterleaveLanes[i])] = lanes[i];
+        for (int t = 0; t < T; ++t) {
+            float lanes[8];
+            store_f32(lanes, add_f(acc[t], mul_f(mins[t], splat_f(-1.0f))));
+            for (int i = 0; i < 8; ++i) outs[t][8 * g + size_t(kInterleaveLanes[i])] = lanes[i];
+        }
     }
+}
+
+static void dot_groups_q4_k(const uint8_t* groups, size_t n_groups, size_t n, const uint8_t* act, float* out) {
+    dot_groups_q4_k_tokens<1>(groups, n_groups, n, &act, &out);
+}
+
+static void dot_groups_q4_k_quad(const uint8_t* groups, size_t n_groups, size_t n, const uint8_t* const* acts, float* const* outs) {
+    dot_groups_q4_k_tokens<4>(groups, n_groups, n, acts, outs);
 }
 
 // Q6_K: per super-block, eight rows' d (lane order), then each row's ql, qh and scales. T tokens at
@@ -721,6 +763,7 @@ static const GemvKernels kKernels = {
     dot_groups_mxfp4,
     dot_groups_q4_0_pair,
     dot_groups_q4_0_quad,
+    dot_groups_q4_k_quad,
     dot_groups_q6_k_quad,
     dot_groups_mxfp4_quad,
     weighted_sum<4, load_f32_bytes, scalar_f32>,
