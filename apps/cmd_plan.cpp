@@ -298,10 +298,11 @@ int show_machine(const PlanFlags& f) {
     for (size_t i = 0; i < profile.thread_counts.size(); ++i)
         std::printf("%s %.0f GFLOP/s at %d", i ? "," : "", profile.peak_gflops[i], profile.thread_counts[i]);
     const int all = profile.thread_counts.back();
-    std::printf("\n\n| type   | decode GB/s at %2d | prompt GFLOP/s at %2d |\n| ------ | ---------------: | -------------------: |\n", all, all);
+    std::printf("\n\n| type   | decode GB/s at %2d | experts GB/s at %2d | prompt GFLOP/s at %2d |\n"
+                "| ------ | ---------------: | -----------------: | -------------------: |\n", all, all, all);
     for (const TypeRates& r : profile.types)
-        std::printf("| %-6s | %16.1f | %20.0f |\n", std::string(traits(r.type).name).c_str(), profile.gemv_gbps(r.type, all),
-                    profile.gemm_gflops(r.type, all));
+        std::printf("| %-6s | %16.1f | %18.1f | %20.0f |\n", std::string(traits(r.type).name).c_str(), profile.gemv_gbps(r.type, all),
+                    profile.expert_gemv_gbps(r.type, all), profile.gemm_gflops(r.type, all));
     std::printf("\nmeasured in %.1f s\n", profile.measure_seconds);
     return 0;
 }

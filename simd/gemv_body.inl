@@ -165,17 +165,18 @@ static inline void unpack_k4_scales(const uint8_t* packed, uint8_t scales[8], ui
 }
 
 // One Q4_K super-block times 256 activations, for T tokens at once: the scaled quant products, exact
-// in int32, and in min_sum the sub-block mins times the activation sums. The scales and nibbles are
-// unpacked once for all tokens; integer sums are exact, so each token's result is the same as alone.
-// Shared by the row and group kernels.
+// in int32, and in min_parts eight int32 whose total is the sub-block mins times the activation sums
+// (left unsummed so a group kernel sums eight rows' at once). The scales and nibbles are unpacked once
+// for all tokens; integer sums are exact, so each token's result is the same as alone. Shared by the
+// row and group kernels.
 template <int T>
 static inline void q4_k_sums(const uint8_t* packed_scales, const uint8_t* qs, const int8_t* const* x, const int16_t* const* sums16,
-                             I32x8* sum, int32_t* min_sum) {
+                             I32x8* sum, I32x8* min_parts) {
     uint8_t scale[8], min[8];
     unpack_k4_scales(packed_scales, scale, min);
     const I16x16 scales = widen_u8x8(scale);
     for (int t = 0; t < T; ++t) {
-        min_sum[t] = dot_u8x8_pairs(min, sums16[t]);
+        min_parts[t] = madd_u8x8_pairs(min, sums16[t]);
         sum[t] = zero32();
     }
     for (int i = 0; i < 4; ++i) {
@@ -190,8 +191,9 @@ static inline void q4_k_sums(const uint8_t* packed_scales, const uint8_t* qs, co
 }
 
 static inline I32x8 q4_k_sum(const uint8_t* packed_scales, const uint8_t* qs, const int8_t* x, const int16_t* sums16, int32_t* min_sum) {
-    I32x8 sum;
-    q4_k_sums<1>(packed_scales, qs, &x, &sums16, &sum, min_sum);
+    I32x8 sum, min_parts;
+    q4_k_sums<1>(packed_scales, qs, &x, &sums16, &sum, &min_parts);
+    *min_sum = hsum32(min_parts);
     return sum;
 }
 
@@ -558,22 +560,20 @@ static void dot_groups_q4_k_tokens(const uint8_t* groups, size_t n_groups, size_
                 x[t] = a[t].q + 256 * b;
                 sums[t] = a[t].sums + 16 * b;
             }
-            I32x8 p[T][8];
-            alignas(32) int32_t min_sum[T][8];
+            I32x8 p[T][8], m[T][8];
             for (int i = 0; i < 8; ++i) {
                 const uint8_t* row = chunk + 32 + 140 * size_t(kInterleaveLanes[i]);
-                I32x8 row_sum[T];
-                int32_t row_min[T];
+                I32x8 row_sum[T], row_min[T];
                 q4_k_sums<T>(row, row + 12, x, sums, row_sum, row_min);
                 for (int t = 0; t < T; ++t) {
                     p[t][i] = row_sum[t];
-                    min_sum[t][i] = row_min[t];
+                    m[t][i] = row_min[t];
                 }
             }
             for (int t = 0; t < T; ++t) {
                 const F32x8 dx = splat_f(a[t].d[b]);
                 acc[t] = fma_f(to_f32(hsum8x8(p[t])), mul_f(load_f16(chunk), dx), acc[t]);
-                mins[t] = fma_f(to_f32(load_i32x8(min_sum[t])), mul_f(load_f16(chunk + 16), dx), mins[t]);
+                mins[t] = fma_f(to_f32(hsum8x8(m[t])), mul_f(load_f16(chunk + 16), dx), mins[t]);
             }
         }
         for (int t = 0; t < T; ++t) {

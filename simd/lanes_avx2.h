@@ -155,12 +155,15 @@ static inline I16x16 pick16(I16x16 v, int lo, int hi) {
     const __m256i index = _mm256_set_m128i(_mm_set1_epi16(int16_t(0x0100 + 0x0202 * hi)), _mm_set1_epi16(int16_t(0x0100 + 0x0202 * lo)));
     return {_mm256_shuffle_epi8(v.v, index)};
 }
-// sum over j < 8 of u[j] * (s[2j] + s[2j+1])
-static inline int32_t dot_u8x8_pairs(const uint8_t* u, const int16_t* s) {
+// Eight int32 whose total is the sum over j < 8 of u[j] * (s[2j] + s[2j+1]): left unsummed, so a
+// group kernel sums eight rows' at once with hsum8x8.
+static inline I32x8 madd_u8x8_pairs(const uint8_t* u, const int16_t* s) {
     const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(u));
     const __m256i twice = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(bytes, bytes));
-    return hsum32({_mm256_madd_epi16(twice, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s)))});
+    return {_mm256_madd_epi16(twice, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s)))};
 }
+// sum over j < 8 of u[j] * (s[2j] + s[2j+1])
+static inline int32_t dot_u8x8_pairs(const uint8_t* u, const int16_t* s) { return hsum32(madd_u8x8_pairs(u, s)); }
 // sum over j < 16 of c[j] * s[j]
 static inline int32_t dot_i8x16(const int8_t* c, const int16_t* s) {
     const __m256i wide = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(c)));

@@ -229,6 +229,11 @@ static inline I16x16 pick16(I16x16 v, int lo, int hi) {
     for (int i = 0; i < 16; ++i) r.h[i] = i < 8 ? v.h[lo] : v.h[8 + hi];
     return r;
 }
+static inline I32x8 madd_u8x8_pairs(const uint8_t* u, const int16_t* s) {
+    I32x8 r;
+    for (int j = 0; j < 8; ++j) r.w[j] = int32_t(u[j]) * (int32_t(s[2 * j]) + s[2 * j + 1]);
+    return r;
+}
 static inline int32_t dot_u8x8_pairs(const uint8_t* u, const int16_t* s) {
     int32_t sum = 0;
     for (int j = 0; j < 8; ++j) sum += int32_t(u[j]) * (int32_t(s[2 * j]) + s[2 * j + 1]);

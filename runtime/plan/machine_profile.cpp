@@ -153,8 +153,8 @@ struct TestMatrix {
     Weight weight;
 };
 
-// A rows × cols matrix of `type` over the start of `bytes`, read as the model loader lays it out.
-TestMatrix make_matrix(TensorType type, const std::vector<uint8_t>& bytes, int rows, int cols) {
+// A rows × cols matrix of `type` over `bytes` from `offset`, read as the model loader lays it out.
+TestMatrix make_matrix(TensorType type, const std::vector<uint8_t>& bytes, int rows, int cols, size_t offset = 0) {
     TestMatrix m;
     GgufTensor& t = m.tensor;
     t.name = "probe";
@@ -163,7 +163,7 @@ TestMatrix make_matrix(TensorType type, const std::vector<uint8_t>& bytes, int r
     t.ne = {uint64_t(cols), uint64_t(rows), 1, 1};
     t.n_elements = uint64_t(cols) * uint64_t(rows);
     t.n_bytes = row_bytes(type, size_t(cols)) * size_t(rows);
-    t.data = bytes.data();
+    t.data = bytes.data() + offset;
     m.weight.interleaved = can_interleave(type) && rows >= int(kInterleave);
     m.weight.tensor = &m.tensor;
     return m;
@@ -181,6 +181,39 @@ double best_seconds(int runs, bool warm_up, F&& call) {
         best = std::min(best, std::chrono::duration<double>(Clock::now() - start).count());
     }
     return std::max(best, 1e-9);
+}
+
+// GB/s of a mixture's decode: per layer, one token times kExpertsPerCall experts' gate and up
+// matrices in one call, then their down matrices (each on its own input) in a second, the layers
+// walking through `stream` so every expert comes from memory, as chosen experts do.
+double expert_decode_gbps(TensorType type, const std::vector<uint8_t>& stream, const float* in, float* out,
+                          MatmulScratch& scratch, bool warm_up) {
+    const size_t expert_bytes = row_bytes(type, kExpertCols) * kExpertRows;
+    constexpr int kPerLayer = 3 * kExpertsPerCall;
+    const size_t n_layers = std::max<size_t>(1, stream.size() / (expert_bytes * kPerLayer));
+    std::vector<TestMatrix> matrices;
+    matrices.reserve(n_layers * kPerLayer);  // weights point into their tensors: no reallocation
+    for (size_t i = 0; i < n_layers * kPerLayer; ++i) {
+        const bool down = i % kPerLayer >= 2 * kExpertsPerCall;
+        const size_t offset = (i * expert_bytes) % (stream.size() - expert_bytes + 1);
+        matrices.push_back(down ? make_matrix(type, stream, kExpertCols, kExpertRows, offset)
+                                : make_matrix(type, stream, kExpertRows, kExpertCols, offset));
+    }
+    std::vector<MatmulTask> up, down;
+    const double seconds = best_seconds(2, warm_up, [&] {
+        for (size_t layer = 0; layer < n_layers; ++layer) {
+            up.clear();
+            down.clear();
+            for (int e = 0; e < 2 * kExpertsPerCall; ++e)
+                up.push_back({matrices[layer * kPerLayer + size_t(e)].weight, in, 1, out + size_t(e) * kExpertRows});
+            matmul(up, scratch);
+            for (int e = 0; e < kExpertsPerCall; ++e)
+                down.push_back({matrices[layer * kPerLayer + size_t(2 * kExpertsPerCall + e)].weight, in + size_t(e) * kExpertRows, 1,
+                                out + size_t(e) * kExpertCols});
+            matmul(down, scratch);
+        }
+    });
+    return double(expert_bytes) * double(n_layers * kPerLayer) / seconds / 1e9;
 }
 
 std::string utc_now() {
@@ -210,6 +243,12 @@ double MachineProfile::peak(int n) const { return interpolate(thread_counts, pea
 double MachineProfile::gemv_gbps(TensorType type, int n) const {
     for (const TypeRates& r : types)
         if (r.type == type) return interpolate(thread_counts, r.gemv_gbps, n);
+    return 0;
+}
+
+double MachineProfile::expert_gemv_gbps(TensorType type, int n) const {
+    for (const TypeRates& r : types)
+        if (r.type == type) return interpolate(thread_counts, r.expert_gemv_gbps, n);
     return 0;
 }
 
@@ -308,7 +347,7 @@ MachineProfile measure_machine(const std::function<void(const std::string&)>& st
     }
     for (const TensorTypeTraits& t : types)
         p.types.push_back({t.type, std::vector<double>(n_counts, 0), std::vector<double>(n_counts, 0),
-                           std::vector<double>(n_counts, 0)});
+                           std::vector<double>(n_counts, 0), std::vector<double>(n_counts, 0)});
 
     // Decode: one token times a matrix 2× the last-level cache (at least 64 MiB), so the weights
     // stream from memory as a model's do. Rows of 4096, a whole number of blocks for every type.
@@ -358,6 +397,8 @@ MachineProfile measure_machine(const std::function<void(const std::string&)>& st
                 const TestMatrix gemv = make_matrix(types[k].type, stream, int(stream_bytes / row_bytes(types[k].type, kCols)), kCols);
                 const double s1 = best_seconds(2, round == 0, [&] { matmul(gemv.weight, in.data(), out.data(), 1, scratch); });
                 rates.gemv_gbps[c] = std::max(rates.gemv_gbps[c], double(gemv.tensor.n_bytes) / s1 / 1e9);
+                rates.expert_gemv_gbps[c] = std::max(rates.expert_gemv_gbps[c],
+                                                     expert_decode_gbps(types[k].type, stream, in.data(), out.data(), scratch, round == 0));
                 for (const bool wide : {false, true}) {
                     const int cols = wide ? kWideCols : kNarrowCols, rows = int(kGemmElements / size_t(cols));
                     const TestMatrix gemm = make_matrix(types[k].type, stream, rows, cols);
@@ -380,7 +421,8 @@ json to_json(const MachineProfile& p) {
     json types = json::object();
     for (const TypeRates& r : p.types)
         types[std::string(traits(r.type).name)] = {
-            {"gemv_gbps", r.gemv_gbps}, {"gemm_gflops", r.gemm_gflops}, {"gemm_wide_gflops", r.gemm_wide_gflops}};
+            {"gemv_gbps", r.gemv_gbps}, {"gemm_gflops", r.gemm_gflops}, {"gemm_wide_gflops", r.gemm_wide_gflops},
+            {"expert_gemv_gbps", r.expert_gemv_gbps}};
     return {{"version", p.version},
             {"cpu", p.cpu},
             {"kernels", p.kernels},
@@ -439,11 +481,13 @@ MachineProfile profile_from_json(const json& j) {
         if (!types.contains(std::string(t.name))) continue;
         const json& r = types[std::string(t.name)];
         TypeRates rates{t.type, field<std::vector<double>>(r, "gemv_gbps"), field<std::vector<double>>(r, "gemm_gflops"),
-                        field<std::vector<double>>(r, "gemm_wide_gflops")};
-        if (rates.gemv_gbps.size() != n || rates.gemm_gflops.size() != n || rates.gemm_wide_gflops.size() != n)
+                        field<std::vector<double>>(r, "gemm_wide_gflops"), field<std::vector<double>>(r, "expert_gemv_gbps")};
+        if (rates.gemv_gbps.size() != n || rates.gemm_gflops.size() != n || rates.gemm_wide_gflops.size() != n ||
+            rates.expert_gemv_gbps.size() != n)
             throw Error("machine profile: the rates of " + std::string(t.name) + " do not match thread_counts");
         for (size_t i = 0; i < n; ++i)
-            if (!(rates.gemv_gbps[i] > 0) || !(rates.gemm_gflops[i] > 0) || !(rates.gemm_wide_gflops[i] > 0))
+            if (!(rates.gemv_gbps[i] > 0) || !(rates.gemm_gflops[i] > 0) || !(rates.gemm_wide_gflops[i] > 0) ||
+                !(rates.expert_gemv_gbps[i] > 0))
                 throw Error("machine profile: a rate of " + std::string(t.name) + " is not positive");
         p.types.push_back(std::move(rates));
     }

@@ -15,10 +15,14 @@
 namespace rill {
 
 // Bumped whenever what is measured or how changes, so an old cache is measured again.
-inline constexpr int kMachineProfileVersion = 3;
+inline constexpr int kMachineProfileVersion = 4;
 // Prompt tokens per GEMM in the measurement: the default micro-batch, so dequantizing a weight panel
 // is shared by as many tokens as in a real prompt.
 inline constexpr int kProfileBatch = 512;
+// A mixture's decode step as measured: one token times eight experts' gate and up matrices of
+// kExpertRows × kExpertCols in one call, then their down matrices, kExpertCols × kExpertRows, in
+// another (Qwen3-30B-A3B's shapes), every expert a different stretch of memory.
+inline constexpr int kExpertRows = 768, kExpertCols = 2048, kExpertsPerCall = 8;
 
 struct CacheLevel {
     int level = 0;
@@ -32,6 +36,7 @@ struct TypeRates {
     std::vector<double> gemv_gbps;    // one token: weight bytes per second / 1e9, per thread count
     std::vector<double> gemm_gflops;       // kProfileBatch tokens: 2·rows·cols·tokens per second / 1e9, rows of 2048
     std::vector<double> gemm_wide_gflops;  // the same with rows of 8192
+    std::vector<double> expert_gemv_gbps;  // a mixture's chosen experts (kExpertRows): weight bytes per second / 1e9
 };
 
 struct MachineProfile {
@@ -57,6 +62,7 @@ struct MachineProfile {
     double peak(int n_threads) const;
     // 0 when the type was not measured.
     double gemv_gbps(TensorType type, int n_threads) const;
+    double expert_gemv_gbps(TensorType type, int n_threads) const;
     // For a weight whose rows hold `cols` values (the measurement's row lengths are 2048 and 8192).
     double gemm_gflops(TensorType type, int n_threads, int cols = 2048) const;
     uint64_t last_level_cache_bytes() const;

@@ -22,6 +22,20 @@ double gemv_rate(const MachineProfile& p, TensorType type, int n_threads) {
     return (rate > 0 ? rate : p.read_bandwidth(n_threads)) * 1e9;
 }
 
+// A mixture's expert matrix per token: its chosen experts' bytes at the streaming rate, plus, per
+// chosen expert, what the measured expert step (machine_profile.h) took beyond streaming its bytes at
+// that rate: small matrices in many tasks cost their chunks' start-up and hand-out, more per byte
+// the smaller the expert (Qwen3-30B-A3B's 768 × 2048) and almost nothing for gpt-oss's 2880 × 2880.
+double expert_seconds(const MachineProfile& p, const TensorShape& t, const Hparams& hp, uint64_t bytes, int n_threads) {
+    const double stream = gemv_rate(p, t.type, n_threads), measured = p.expert_gemv_gbps(t.type, n_threads) * 1e9;
+    double per_expert = 0;
+    if (measured > 0) {
+        const double measured_bytes = double(row_bytes(t.type, kExpertCols)) * kExpertRows;
+        per_expert = std::max(0.0, measured_bytes / measured - measured_bytes / stream);
+    }
+    return double(bytes) / stream + double(hp.n_expert_used) * per_expert;
+}
+
 double gemm_rate(const MachineProfile& p, TensorType type, int n_threads, int cols = 2048) {
     const double rate = p.gemm_gflops(type, n_threads, cols);
     return (rate > 0 ? rate : 0.5 * p.peak(n_threads)) * 1e9;
@@ -43,8 +57,9 @@ DecodeEstimate predict_decode(const ModelShape& shape, const MachineProfile& pro
     for (const TensorShape& t : shape.tensors) {
         if (!is_decode_matrix(t, shape.tied_output)) continue;
         // A mixture of experts reads its chosen share of the experts (as the budget counts them).
-        const uint64_t bytes = uint64_t(double(t.bytes) * active_share(t, shape.hp) + 0.5);
-        seconds += double(bytes) / gemv_rate(profile, t.type, n_threads);
+        const double share = active_share(t, shape.hp);
+        const uint64_t bytes = uint64_t(double(t.bytes) * share + 0.5);
+        seconds += share < 1 ? expert_seconds(profile, t, shape.hp, bytes, n_threads) : double(bytes) / gemv_rate(profile, t.type, n_threads);
         matrix_bytes += bytes;
     }
     // Attention reads every cached key and value once, but per position it also costs a dot product,
