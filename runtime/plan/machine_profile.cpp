@@ -192,12 +192,13 @@ double expert_decode_gbps(TensorType type, const std::vector<uint8_t>& stream, c
     constexpr int kPerLayer = 3 * kExpertsPerCall;
     const size_t n_layers = std::max<size_t>(1, stream.size() / (expert_bytes * kPerLayer));
     std::vector<TestMatrix> matrices;
-    matrices.reserve(n_layers * kPerLayer);  // weights point into their tensors: no reallocation
+    matrices.reserve(n_layers * kPerLayer);  // weights point into their tensors: no reallocation after
     for (size_t i = 0; i < n_layers * kPerLayer; ++i) {
         const bool down = i % kPerLayer >= 2 * kExpertsPerCall;
         const size_t offset = (i * expert_bytes) % (stream.size() - expert_bytes + 1);
         matrices.push_back(down ? make_matrix(type, stream, kExpertCols, kExpertRows, offset)
                                 : make_matrix(type, stream, kExpertRows, kExpertCols, offset));
+        matrices.back().weight.tensor = &matrices.back().tensor;  // the weight pointed into the copy moved from
     }
     std::vector<MatmulTask> up, down;
     const double seconds = best_seconds(2, warm_up, [&] {

@@ -16,10 +16,13 @@ bool is_decode_matrix(const TensorShape& t, bool tied) {
     return t.is_matrix() && (t.name != "token_embd.weight" || tied);
 }
 
-// A profile from an older rill may lack a type: fall back to plain streaming, or half the peak.
+// A profile from an older rill may lack a type: fall back to plain streaming, or half the peak. No
+// kernel streams faster than memory delivers: on a shared host a kernel measured in a quiet moment
+// can outrun the bandwidth probe of a busier one (AMD EPYC Zen 3, 2 cores: Q8_0 at 33 GB/s against a
+// 26.8 GB/s probe), and a model's weights, unlike the probe's, all come from memory.
 double gemv_rate(const MachineProfile& p, TensorType type, int n_threads) {
-    const double rate = p.gemv_gbps(type, n_threads);
-    return (rate > 0 ? rate : p.read_bandwidth(n_threads)) * 1e9;
+    const double rate = p.gemv_gbps(type, n_threads), bandwidth = p.read_bandwidth(n_threads);
+    return (rate > 0 ? std::min(rate, bandwidth) : bandwidth) * 1e9;
 }
 
 // A mixture's expert matrix per token: its chosen experts' bytes at the streaming rate, plus, per
