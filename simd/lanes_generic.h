@@ -234,11 +234,7 @@ static inline I32x8 madd_u8x8_pairs(const uint8_t* u, const int16_t* s) {
     for (int j = 0; j < 8; ++j) r.w[j] = int32_t(u[j]) * (int32_t(s[2 * j]) + s[2 * j + 1]);
     return r;
 }
-static inline int32_t dot_u8x8_pairs(const uint8_t* u, const int16_t* s) {
-    int32_t sum = 0;
-    for (int j = 0; j < 8; ++j) sum += int32_t(u[j]) * (int32_t(s[2 * j]) + s[2 * j + 1]);
-    return sum;
-}
+static inline int32_t dot_u8x8_pairs(const uint8_t* u, const int16_t* s) { return hsum32(madd_u8x8_pairs(u, s)); }
 static inline int32_t dot_i8x16(const int8_t* c, const int16_t* s) {
     int32_t sum = 0;
     for (int j = 0; j < 16; ++j) sum += int32_t(c[j]) * s[j];

@@ -151,6 +151,10 @@ void fill_weights(std::vector<uint8_t>& bytes, uint64_t seed) {
 struct TestMatrix {
     GgufTensor tensor;
     Weight weight;
+    TestMatrix() = default;
+    // The weight points at its own tensor, so a copy must point at the copy's.
+    TestMatrix(const TestMatrix& other) : tensor(other.tensor), weight(other.weight) { weight.tensor = &tensor; }
+    TestMatrix& operator=(const TestMatrix&) = delete;
 };
 
 // A rows × cols matrix of `type` over `bytes` from `offset`, read as the model loader lays it out.
@@ -192,27 +196,23 @@ double expert_decode_gbps(TensorType type, const std::vector<uint8_t>& stream, c
     constexpr int kPerLayer = 3 * kExpertsPerCall;
     const size_t n_layers = std::max<size_t>(1, stream.size() / (expert_bytes * kPerLayer));
     std::vector<TestMatrix> matrices;
-    matrices.reserve(n_layers * kPerLayer);  // weights point into their tensors: no reallocation after
+    matrices.reserve(n_layers * kPerLayer);
     for (size_t i = 0; i < n_layers * kPerLayer; ++i) {
         const bool down = i % kPerLayer >= 2 * kExpertsPerCall;
         const size_t offset = (i * expert_bytes) % (stream.size() - expert_bytes + 1);
         matrices.push_back(down ? make_matrix(type, stream, kExpertCols, kExpertRows, offset)
                                 : make_matrix(type, stream, kExpertRows, kExpertCols, offset));
-        matrices.back().weight.tensor = &matrices.back().tensor;  // the weight pointed into the copy moved from
     }
-    std::vector<MatmulTask> up, down;
+    // Per layer two calls: the experts' gate and up on the one input, then each down on its own.
+    std::vector<std::vector<MatmulTask>> calls(2 * n_layers);
+    for (size_t layer = 0; layer < n_layers; ++layer) {
+        const TestMatrix* m = &matrices[layer * kPerLayer];
+        for (int e = 0; e < 2 * kExpertsPerCall; ++e) calls[2 * layer].push_back({m[e].weight, in, 1, out + size_t(e) * kExpertRows});
+        for (int e = 0; e < kExpertsPerCall; ++e)
+            calls[2 * layer + 1].push_back({m[2 * kExpertsPerCall + e].weight, in + size_t(e) * kExpertRows, 1, out + size_t(e) * kExpertCols});
+    }
     const double seconds = best_seconds(2, warm_up, [&] {
-        for (size_t layer = 0; layer < n_layers; ++layer) {
-            up.clear();
-            down.clear();
-            for (int e = 0; e < 2 * kExpertsPerCall; ++e)
-                up.push_back({matrices[layer * kPerLayer + size_t(e)].weight, in, 1, out + size_t(e) * kExpertRows});
-            matmul(up, scratch);
-            for (int e = 0; e < kExpertsPerCall; ++e)
-                down.push_back({matrices[layer * kPerLayer + size_t(2 * kExpertsPerCall + e)].weight, in + size_t(e) * kExpertRows, 1,
-                                out + size_t(e) * kExpertCols});
-            matmul(down, scratch);
-        }
+        for (const std::vector<MatmulTask>& call : calls) matmul(call, scratch);
     });
     return double(expert_bytes) * double(n_layers * kPerLayer) / seconds / 1e9;
 }
@@ -241,29 +241,30 @@ T field(const json& j, const char* key) {
 double MachineProfile::read_bandwidth(int n) const { return interpolate(thread_counts, read_gbps, n); }
 double MachineProfile::peak(int n) const { return interpolate(thread_counts, peak_gflops, n); }
 
-double MachineProfile::gemv_gbps(TensorType type, int n) const {
+const TypeRates* MachineProfile::rates_of(TensorType type) const {
     for (const TypeRates& r : types)
-        if (r.type == type) return interpolate(thread_counts, r.gemv_gbps, n);
-    return 0;
+        if (r.type == type) return &r;
+    return nullptr;
+}
+
+double MachineProfile::gemv_gbps(TensorType type, int n) const {
+    const TypeRates* r = rates_of(type);
+    return r ? interpolate(thread_counts, r->gemv_gbps, n) : 0;
 }
 
 double MachineProfile::expert_gemv_gbps(TensorType type, int n) const {
-    for (const TypeRates& r : types)
-        if (r.type == type) return interpolate(thread_counts, r.expert_gemv_gbps, n);
-    return 0;
+    const TypeRates* r = rates_of(type);
+    return r ? interpolate(thread_counts, r->expert_gemv_gbps, n) : 0;
 }
 
 double MachineProfile::gemm_gflops(TensorType type, int n, int cols) const {
-    for (const TypeRates& r : types)
-        if (r.type == type) {
-            const double narrow = interpolate(thread_counts, r.gemm_gflops, n);
-            const double wide = interpolate(thread_counts, r.gemm_wide_gflops, n);
-            // Between the two measured widths, linear in log2 of the row length; outside, the nearer.
-            const double f = std::clamp(std::log2(double(std::max(cols, 1)) / kNarrowCols) / std::log2(double(kWideCols) / kNarrowCols),
-                                        0.0, 1.0);
-            return narrow + f * (wide - narrow);
-        }
-    return 0;
+    const TypeRates* r = rates_of(type);
+    if (!r) return 0;
+    const double narrow = interpolate(thread_counts, r->gemm_gflops, n);
+    const double wide = interpolate(thread_counts, r->gemm_wide_gflops, n);
+    // Between the two measured widths, linear in log2 of the row length; outside, the nearer.
+    const double f = std::clamp(std::log2(double(std::max(cols, 1)) / kNarrowCols) / std::log2(double(kWideCols) / kNarrowCols), 0.0, 1.0);
+    return narrow + f * (wide - narrow);
 }
 
 namespace {

@@ -60,6 +60,8 @@ struct MachineProfile {
     // Between measured thread counts, linear; past the last, the last value.
     double read_bandwidth(int n_threads) const;
     double peak(int n_threads) const;
+    // nullptr when the type was not measured.
+    const TypeRates* rates_of(TensorType type) const;
     // 0 when the type was not measured.
     double gemv_gbps(TensorType type, int n_threads) const;
     double expert_gemv_gbps(TensorType type, int n_threads) const;
