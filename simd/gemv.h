@@ -57,7 +57,7 @@ struct GemvKernels {
     QuantizeActFn quantize_q8x256;
     DotRowsFn f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_xs, mxfp4;
     DotGroupsFn q4_0_x8, q8_0_x8, q4_k_x8, q6_k_x8, mxfp4_x8;
-    DotGroupsPairFn q4_0_x8_pair, q4_0_x8_quad, q4_k_x8_quad, q6_k_x8_quad, mxfp4_x8_quad;
+    DotGroupsPairFn q4_0_x8_pair, q4_0_x8_quad, q8_0_x8_quad, q4_k_x8_quad, q6_k_x8_quad, mxfp4_x8_quad;
     WeightedSumFn weighted_sum_f32, weighted_sum_f16;
 
     DotRowsFn dot_rows(TensorType type) const;
@@ -66,7 +66,8 @@ struct GemvKernels {
     // nullptr for the types without a two-token kernel.
     DotGroupsPairFn dot_groups_pair(TensorType type) const { return type == TensorType::Q4_0 ? q4_0_x8_pair : nullptr; }
     DotGroupsPairFn dot_groups_quad(TensorType type) const {
-        return type == TensorType::Q4_0 ? q4_0_x8_quad : type == TensorType::Q4_K ? q4_k_x8_quad
+        return type == TensorType::Q4_0 ? q4_0_x8_quad : type == TensorType::Q8_0 ? q8_0_x8_quad
+             : type == TensorType::Q4_K ? q4_k_x8_quad
              : type == TensorType::Q6_K ? q6_k_x8_quad
              : type == TensorType::MXFP4 ? mxfp4_x8_quad : nullptr;
     }

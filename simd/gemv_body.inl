@@ -447,28 +447,51 @@ static void dot_groups_q4_0_quad(const uint8_t* groups, size_t n_groups, size_t 
     dot_groups_q4_0_tokens<4>(groups, n_groups, n, acts, outs);
 }
 
-static void dot_groups_q8_0(const uint8_t* groups, size_t n_groups, size_t n, const uint8_t* act, float* out) {
+// Q8_0: per block, eight rows' scales (lane order), then each row's 32 quants. T tokens at once load
+// each weight register and take its absolute value once; each token's arithmetic is the same as alone.
+template <int T>
+static void dot_groups_q8_0_tokens(const uint8_t* groups, size_t n_groups, size_t n, const uint8_t* const* acts, float* const* outs) {
     const size_t nb = n / 32;
-    const int8_t* q = reinterpret_cast<const int8_t*>(act);
-    const float* d = reinterpret_cast<const float*>(act + n);
+    const int8_t* q[T];
+    const float* d[T];
+    for (int t = 0; t < T; ++t) {
+        q[t] = reinterpret_cast<const int8_t*>(acts[t]);
+        d[t] = reinterpret_cast<const float*>(acts[t] + n);
+    }
     for (size_t g = 0; g < n_groups; ++g) {
         const uint8_t* base = groups + g * nb * 272;
-        F32x8 acc = zero_f();
+        F32x8 acc[T];
+        for (int t = 0; t < T; ++t) acc[t] = zero_f();
         for (size_t b = 0; b < nb; ++b) {
             const uint8_t* chunk = base + b * 272;
             prefetch_ahead(chunk, 272);
-            const I8x32 x = load_bytes(q + 32 * b);
-            I32x8 p[8];
+            I8x32 w[8], magnitude[8];
             for (int i = 0; i < 8; ++i) {
-                const I8x32 w = load_bytes(chunk + 16 + 32 * kInterleaveLanes[i]);
-                p[i] = dot_u8s8(abs_bytes(w), apply_sign(x, w));
+                w[i] = load_bytes(chunk + 16 + 32 * kInterleaveLanes[i]);
+                magnitude[i] = abs_bytes(w[i]);
             }
-            acc = fma_f(to_f32(hsum8x8(p)), mul_f(load_f16(chunk), splat_f(d[b])), acc);
+            const F32x8 dw = load_f16(chunk);
+            for (int t = 0; t < T; ++t) {
+                const I8x32 x = load_bytes(q[t] + 32 * b);
+                I32x8 p[8];
+                for (int i = 0; i < 8; ++i) p[i] = dot_u8s8(magnitude[i], apply_sign(x, w[i]));
+                acc[t] = fma_f(to_f32(hsum8x8(p)), mul_f(dw, splat_f(d[t][b])), acc[t]);
+            }
         }
-        float lanes[8];
-        store_f32(lanes, acc);
-        for (int i = 0; i < 8; ++i) out[8 * g + size_t(kInterleaveLanes[i])] = lanes[i];
+        for (int t = 0; t < T; ++t) {
+            float lanes[8];
+            store_f32(lanes, acc[t]);
+            for (int i = 0; i < 8; ++i) outs[t][8 * g + size_t(kInterleaveLanes[i])] = lanes[i];
+        }
     }
+}
+
+static void dot_groups_q8_0(const uint8_t* groups, size_t n_groups, size_t n, const uint8_t* act, float* out) {
+    dot_groups_q8_0_tokens<1>(groups, n_groups, n, &act, &out);
+}
+
+static void dot_groups_q8_0_quad(const uint8_t* groups, size_t n_groups, size_t n, const uint8_t* const* acts, float* const* outs) {
+    dot_groups_q8_0_tokens<4>(groups, n_groups, n, acts, outs);
 }
 
 // MXFP4: per block, eight rows' exponent bytes (lane order), then each row's 16 code bytes; two rows
@@ -763,6 +786,7 @@ static const GemvKernels kKernels = {
     dot_groups_mxfp4,
     dot_groups_q4_0_pair,
     dot_groups_q4_0_quad,
+    dot_groups_q8_0_quad,
     dot_groups_q4_k_quad,
     dot_groups_q6_k_quad,
     dot_groups_mxfp4_quad,

@@ -215,9 +215,9 @@ TEST_CASE("vector dequantization gives the scalar reference's floats bit for bit
     }
 }
 
-TEST_CASE("the four-token Q4_K, Q6_K and MXFP4 group kernels give each token exactly its single-token results", "[kernels][interleave]") {
+TEST_CASE("the four-token Q8_0, Q4_K, Q6_K and MXFP4 group kernels give each token exactly its single-token results", "[kernels][interleave]") {
     const size_t cols = 512, rows = 16;
-    for (const TensorType type : {TensorType::Q4_K, TensorType::Q6_K, TensorType::MXFP4}) {
+    for (const TensorType type : {TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K, TensorType::MXFP4}) {
         const size_t stride = row_bytes(type, cols);
         std::vector<uint8_t> bytes(stride * rows);
         for (size_t r = 0; r < rows; ++r) quantize_row(type, test::normal_floats(cols, uint32_t(90 + r)).data(), bytes.data() + r * stride, cols);

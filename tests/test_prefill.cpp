@@ -46,14 +46,12 @@ TEST_CASE("with VNNI auto keeps every interleaved type on the decode kernels and
     CHECK(choose_gemm(GemmBackend::Openblas, TensorType::Q4_K, 512, kGemmMinTokens, vnni) == GemmBackend::Openblas);
 }
 
-TEST_CASE("auto sends float, long Q8_0 and Q5_K prompt batches to OpenBLAS and keeps Q4_0, Q4_K, Q6_K and MXFP4 on the decode kernels", "[prefill]") {
+TEST_CASE("auto sends float and long Q5_K prompt batches to OpenBLAS and keeps Q4_0, Q8_0, Q4_K, Q6_K and MXFP4 on the decode kernels", "[prefill]") {
     CHECK(choose_gemm(GemmBackend::Auto, TensorType::F16, 512) == GemmBackend::Openblas);
     CHECK(choose_gemm(GemmBackend::Auto, TensorType::Q5_K, 512) == GemmBackend::Openblas);
     CHECK(choose_gemm(GemmBackend::Auto, TensorType::Q5_K, 32) == GemmBackend::Native);
-    for (const TensorType t : {TensorType::Q4_0, TensorType::Q4_K, TensorType::Q6_K, TensorType::MXFP4})
+    for (const TensorType t : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K, TensorType::MXFP4})
         CHECK(choose_gemm(GemmBackend::Auto, t, 512) == GemmBackend::Native);
-    CHECK(choose_gemm(GemmBackend::Auto, TensorType::Q8_0, 512) == GemmBackend::Openblas);
-    CHECK(choose_gemm(GemmBackend::Auto, TensorType::Q8_0, 128) == GemmBackend::Native);
 }
 
 TEST_CASE("an unknown GEMM backend is an error that names the choices", "[prefill]") {

@@ -159,14 +159,14 @@ GemmBackend choose_gemm(GemmBackend requested, TensorType type, int n_tokens, in
     switch (type) {
         case TensorType::F32: case TensorType::F16: case TensorType::BF16: from = 16; break;
         case TensorType::Q2_K: from = 128; break;
-        // Q8_0's group kernel: 94 against 79 GFLOP/s at 128 tokens, level at 256 (AMD EPYC Zen 3, AVX2).
-        case TensorType::Q8_0: from = 256; break;
         // Q4_0's int8 kernels beat float GEMM at every batch size measured, up to 512 tokens. So do
         // MXFP4's (gpt-oss-20b's prompt: 36 t/s native, 10 t/s with its experts on OpenBLAS, Zen 5),
         // where dequantizing a whole expert for its few dozen routed tokens costs more than the product,
         // and, with their four-token kernels, Q4_K's and Q6_K's (AMD EPYC Zen 3, AVX2, 2 threads: Q4_K
-        // 136/111/108 against 35/79/103 GFLOP/s at 32/128/512 tokens, Q6_K 125/117/134 against 46/89/136).
-        case TensorType::Q4_0: case TensorType::MXFP4: case TensorType::Q4_K: case TensorType::Q6_K: return GemmBackend::Native;
+        // 136/111/108 against 35/79/103 GFLOP/s at 32/128/512 tokens, Q6_K 125/117/134 against 46/89/136),
+        // and Q8_0's (100-139/127/138-144 against 66-73/112-118/131-132 at 64/256/512, same machine).
+        case TensorType::Q4_0: case TensorType::MXFP4: case TensorType::Q4_K: case TensorType::Q6_K:
+        case TensorType::Q8_0: return GemmBackend::Native;
         default: break;
     }
     return n_tokens >= std::max(from, min_tokens) ? GemmBackend::Openblas : GemmBackend::Native;
