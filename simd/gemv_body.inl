@@ -680,15 +680,16 @@ static inline float scalar_bf16(const uint8_t* p) {
     return f;
 }
 
+// One row at a time and no software prefetch: a plain forward stream per row is what the hardware
+// prefetchers follow best. Two rows at once with prefetches 2 KiB ahead streamed F16 at 0.88x this
+// (tinyllama F16 tg at 2 threads, median of four alternating runs, AMD EPYC Zen 3, AVX2).
 template <size_t kElem, F32x8 (*Load)(const void*), float (*Scalar)(const uint8_t*)>
 static float dot_row_float(const uint8_t* w, size_t n, const uint8_t* act) {
     const float* x = reinterpret_cast<const float*>(act);
     F32x8 acc[4] = {zero_f(), zero_f(), zero_f(), zero_f()};
     size_t i = 0;
-    for (; i + 32 <= n; i += 32) {
-        prefetch_ahead(w + i * kElem, 32 * kElem);
+    for (; i + 32 <= n; i += 32)
         for (int k = 0; k < 4; ++k) acc[k] = fma_f(Load(w + (i + 8 * size_t(k)) * kElem), load_f32(x + i + 8 * size_t(k)), acc[k]);
-    }
     for (; i + 8 <= n; i += 8) acc[0] = fma_f(Load(w + i * kElem), load_f32(x + i), acc[0]);
     float total = hsum_f(add_f(add_f(acc[0], acc[1]), add_f(acc[2], acc[3])));
     for (; i < n; ++i) total += Scalar(w + i * kElem) * x[i];
@@ -717,43 +718,6 @@ static void weighted_sum(const uint8_t* rows, size_t row_stride, size_t n_rows, 
     }
 }
 
-// Two rows at a time share each activation load and keep twice the loads in flight; each row's
-// arithmetic is exactly dot_row_float's, so a row's value does not depend on its neighbour.
-template <size_t kElem, F32x8 (*Load)(const void*), float (*Scalar)(const uint8_t*)>
-static void dot_rows_float(const uint8_t* rows, size_t row_stride, size_t n_rows, size_t n, const uint8_t* act, float* out) {
-    const float* x = reinterpret_cast<const float*>(act);
-    size_t r = 0;
-    for (; r + 2 <= n_rows; r += 2) {
-        const uint8_t* w0 = rows + r * row_stride;
-        const uint8_t* w1 = w0 + row_stride;
-        F32x8 a[4] = {zero_f(), zero_f(), zero_f(), zero_f()}, b[4] = {zero_f(), zero_f(), zero_f(), zero_f()};
-        size_t i = 0;
-        for (; i + 32 <= n; i += 32) {
-            prefetch_ahead(w0 + i * kElem, 32 * kElem);
-            prefetch_ahead(w1 + i * kElem, 32 * kElem);
-            for (int k = 0; k < 4; ++k) {
-                const F32x8 xv = load_f32(x + i + 8 * size_t(k));
-                a[k] = fma_f(Load(w0 + (i + 8 * size_t(k)) * kElem), xv, a[k]);
-                b[k] = fma_f(Load(w1 + (i + 8 * size_t(k)) * kElem), xv, b[k]);
-            }
-        }
-        for (; i + 8 <= n; i += 8) {
-            const F32x8 xv = load_f32(x + i);
-            a[0] = fma_f(Load(w0 + i * kElem), xv, a[0]);
-            b[0] = fma_f(Load(w1 + i * kElem), xv, b[0]);
-        }
-        float t0 = hsum_f(add_f(add_f(a[0], a[1]), add_f(a[2], a[3])));
-        float t1 = hsum_f(add_f(add_f(b[0], b[1]), add_f(b[2], b[3])));
-        for (; i < n; ++i) {
-            t0 += Scalar(w0 + i * kElem) * x[i];
-            t1 += Scalar(w1 + i * kElem) * x[i];
-        }
-        out[r] = t0;
-        out[r + 1] = t1;
-    }
-    for (; r < n_rows; ++r) out[r] = dot_row_float<kElem, Load, Scalar>(rows + r * row_stride, n, act);
-}
-
 template <float (*Row)(const uint8_t*, size_t, const uint8_t*)>
 static void dot_rows(const uint8_t* rows, size_t row_stride, size_t n_rows, size_t cols, const uint8_t* act, float* out) {
     for (size_t r = 0; r < n_rows; ++r) out[r] = Row(rows + r * row_stride, cols, act);
@@ -763,9 +727,9 @@ static const GemvKernels kKernels = {
     kPath,
     quantize_act_q8x32,
     quantize_act_q8x256,
-    dot_rows_float<4, load_f32_bytes, scalar_f32>,
-    dot_rows_float<2, load_f16, scalar_f16>,
-    dot_rows_float<2, load_bf16, scalar_bf16>,
+    dot_rows<dot_row_float<4, load_f32_bytes, scalar_f32>>,
+    dot_rows<dot_row_float<2, load_f16, scalar_f16>>,
+    dot_rows<dot_row_float<2, load_bf16, scalar_bf16>>,
     dot_rows<dot_row_b32<18, Bias::Offset, 8, block_q4_0>>,
     dot_rows<dot_row_b32<20, Bias::Min, 0, block_q4_1>>,
     dot_rows<dot_row_b32<22, Bias::Offset, 16, block_q5_0>>,
