@@ -18,6 +18,8 @@ constexpr int kRowsPerStep = 16;  // a multiple of kInterleave
 // Weights per unit of work handed to a thread: enough to amortise taking it, small enough that
 // a dozen or more units balance two threads.
 constexpr size_t kChunkBytes = size_t(128) << 10;
+// Up to this many tokens a product is bound by reading its weights, not by arithmetic.
+constexpr int kStreamingTokens = 8;
 
 void reference_matmul(std::span<const MatmulTask> tasks, bool parallel, MatmulScratch& s) {
     for (const MatmulTask& task : tasks) {
@@ -180,6 +182,7 @@ void native_matmul(std::span<const MatmulTask> tasks, MatmulScratch& s) {
     size_t work = 0;
     for (const MatmulTask& task : tasks) work += size_t(task.weight.rows()) * size_t(task.weight.cols()) * size_t(task.n_tokens);
     const bool parallel = s.n_threads > 1 && work >= kMinParallelWork;
+    const bool streaming = std::all_of(tasks.begin(), tasks.end(), [](const MatmulTask& t) { return t.n_tokens <= kStreamingTokens; });
     if (s.path == simd::KernelPath::Reference) return reference_matmul(tasks, parallel, s);
 
     const simd::GemvKernels& kernels = simd::gemv_kernels(s.path);
@@ -230,15 +233,7 @@ void native_matmul(std::span<const MatmulTask> tasks, MatmulScratch& s) {
             kernels.prepare(f, input.in + size_t(p.token) * input.cols, input.cols,
                             s.act[p.format].data() + input.offset[p.format] + size_t(p.token) * simd::act_bytes(f, input.cols));
         }
-        // Chunks go to whichever thread is free: on a shared machine a thread that loses its core
-        // for a moment no longer holds up the other at the barrier. Guided hands out long runs of
-        // consecutive chunks first and single ones at the end, so each thread mostly streams one
-        // contiguous stretch of weights (the prefetchers ramp up once, not every 128 KiB) and the
-        // tail still balances: 1.08x the tokens per second of one chunk at a time, median of five
-        // alternating pairs, tinyllama Q4_0 at 2 threads (AMD EPYC Zen 3, AVX2). A row's value
-        // depends only on the kernel that computes it, fixed per row, not per thread.
-#pragma omp for schedule(guided, 1)
-        for (size_t c = 0; c < s.chunks.size(); ++c) {
+        const auto run_chunk = [&](size_t c) {
             const RowChunk& chunk = s.chunks[c];
             const MatmulTask& task = tasks[chunk.output];
             const Weight& w = task.weight;
@@ -278,6 +273,22 @@ void native_matmul(std::span<const MatmulTask> tasks, MatmulScratch& s) {
                         dot_rows(w.row(r), row_stride, size_t(n), cols, x, out);
                 }
             }
+        };
+        // Chunks go to whichever thread is free: on a shared machine a thread that loses its core
+        // for a moment no longer holds up the other at the barrier. A row's value depends only on
+        // the kernel that computes it, fixed per row, not per thread. Where the weights stream from
+        // memory (a few tokens), guided hands out long runs of consecutive chunks first and single
+        // ones at the end, so each thread mostly streams one contiguous stretch (the prefetchers ramp
+        // up once, not every 128 KiB) and the tail still balances: 1.08x the tokens per second of
+        // one chunk at a time, median of five alternating pairs, tinyllama Q4_0 at 2 threads (AMD
+        // EPYC Zen 3, AVX2). A prompt batch is compute-bound and its chunks are long: those stay one
+        // at a time, so a thread slowed by the host never holds a large share the other cannot take.
+        if (streaming) {
+#pragma omp for schedule(guided, 1)
+            for (size_t c = 0; c < s.chunks.size(); ++c) run_chunk(c);
+        } else {
+#pragma omp for schedule(dynamic, 1)
+            for (size_t c = 0; c < s.chunks.size(); ++c) run_chunk(c);
         }
     }
 }
