@@ -14,6 +14,13 @@ static inline uint16_t read_u16(const uint8_t* p) { uint16_t v; std::memcpy(&v, 
 static inline uint32_t read_u32(const uint8_t* p) { uint32_t v; std::memcpy(&v, p, 4); return v; }
 static inline float read_f32(const uint8_t* p) { float v; std::memcpy(&v, p, 4); return v; }
 
+// A group kernel's eight results, computed in kInterleaveLanes order, written back in row order.
+static inline void store_group(float* out, F32x8 v) {
+    float lanes[8];
+    store_f32(lanes, v);
+    for (int i = 0; i < 8; ++i) out[size_t(kInterleaveLanes[i])] = lanes[i];
+}
+
 // ---- Activations --------------------------------------------------------------------------------
 // Symmetric 8-bit blocks, |q| <= 127, so a sign flip never overflows and every pair product the
 // kernels form stays inside int16.
@@ -428,9 +435,7 @@ static void dot_groups_q4_0_tokens(const uint8_t* groups, size_t n_groups, size_
             }
         }
         for (int t = 0; t < T; ++t) {
-            float lanes[8];
-            store_f32(lanes, fma_f(bias[t], splat_f(-8.0f), acc[t]));
-            for (int i = 0; i < 8; ++i) outs[t][8 * g + size_t(kInterleaveLanes[i])] = lanes[i];
+            store_group(outs[t] + 8 * g, fma_f(bias[t], splat_f(-8.0f), acc[t]));
         }
     }
 }
@@ -479,9 +484,7 @@ static void dot_groups_q8_0_tokens(const uint8_t* groups, size_t n_groups, size_
             }
         }
         for (int t = 0; t < T; ++t) {
-            float lanes[8];
-            store_f32(lanes, acc[t]);
-            for (int i = 0; i < 8; ++i) outs[t][8 * g + size_t(kInterleaveLanes[i])] = lanes[i];
+            store_group(outs[t] + 8 * g, acc[t]);
         }
     }
 }
@@ -538,9 +541,7 @@ static void dot_groups_mxfp4_tokens(const uint8_t* groups, size_t n_groups, size
             }
         }
         for (int t = 0; t < T; ++t) {
-            float lanes[8];
-            store_f32(lanes, fma_f(bias[t], splat_f(-12.0f), acc[t]));
-            for (int i = 0; i < 8; ++i) outs[t][8 * g + size_t(kInterleaveLanes[i])] = lanes[i];
+            store_group(outs[t] + 8 * g, fma_f(bias[t], splat_f(-12.0f), acc[t]));
         }
     }
 }
@@ -600,9 +601,7 @@ static void dot_groups_q4_k_tokens(const uint8_t* groups, size_t n_groups, size_
             }
         }
         for (int t = 0; t < T; ++t) {
-            float lanes[8];
-            store_f32(lanes, add_f(acc[t], mul_f(mins[t], splat_f(-1.0f))));
-            for (int i = 0; i < 8; ++i) outs[t][8 * g + size_t(kInterleaveLanes[i])] = lanes[i];
+            store_group(outs[t] + 8 * g, add_f(acc[t], mul_f(mins[t], splat_f(-1.0f))));
         }
     }
 }
@@ -653,9 +652,7 @@ static void dot_groups_q6_k_tokens(const uint8_t* groups, size_t n_groups, size_
             }
         }
         for (int t = 0; t < T; ++t) {
-            float lanes[8];
-            store_f32(lanes, add_f(acc[t], mul_f(offsets[t], splat_f(-1.0f))));
-            for (int i = 0; i < 8; ++i) outs[t][8 * g + size_t(kInterleaveLanes[i])] = lanes[i];
+            store_group(outs[t] + 8 * g, add_f(acc[t], mul_f(offsets[t], splat_f(-1.0f))));
         }
     }
 }

@@ -166,7 +166,8 @@ GemmBackend choose_gemm(GemmBackend requested, TensorType type, int n_tokens, in
         // where dequantizing a whole expert for its few dozen routed tokens costs more than the product,
         // and, with their four-token kernels, Q4_K's and Q6_K's (AMD EPYC Zen 3, AVX2, 2 threads: Q4_K
         // 136/111/108 against 35/79/103 GFLOP/s at 32/128/512 tokens, Q6_K 125/117/134 against 46/89/136),
-        // and Q8_0's (100-139/127/138-144 against 66-73/112-118/131-132 at 64/256/512, same machine).
+        // and Q8_0's (100-139/127/138-144 against 66-73/112-118/131-132 at 64/256/512, same machine; level
+        // with OpenBLAS over a whole tinyllama prompt of 512).
         case TensorType::Q4_0: case TensorType::MXFP4: case TensorType::Q4_K: case TensorType::Q6_K:
         case TensorType::Q8_0: return GemmBackend::Native;
         default: break;
@@ -182,8 +183,8 @@ void native_matmul(std::span<const MatmulTask> tasks, MatmulScratch& s) {
     size_t work = 0;
     for (const MatmulTask& task : tasks) work += size_t(task.weight.rows()) * size_t(task.weight.cols()) * size_t(task.n_tokens);
     const bool parallel = s.n_threads > 1 && work >= kMinParallelWork;
-    const bool streaming = std::all_of(tasks.begin(), tasks.end(), [](const MatmulTask& t) { return t.n_tokens <= kStreamingTokens; });
     if (s.path == simd::KernelPath::Reference) return reference_matmul(tasks, parallel, s);
+    const bool streaming = std::all_of(tasks.begin(), tasks.end(), [](const MatmulTask& t) { return t.n_tokens <= kStreamingTokens; });
 
     const simd::GemvKernels& kernels = simd::gemv_kernels(s.path);
     // One input per distinct (rows, count, width), with where its prepared form starts in each format.
