@@ -2,6 +2,9 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
+
+#include <nlohmann/json.hpp>
 
 #include "cli_support.h"
 #include "commands.h"
@@ -9,6 +12,7 @@
 #include "sampling_flags.h"
 #include "session_flags.h"
 #include "runtime/base/error.h"
+#include "runtime/grammar/json_schema.h"
 #include "runtime/session/generate.h"
 #include "runtime/text/tokenizer.h"
 
@@ -23,7 +27,26 @@ struct RunFlags {
     SessionFlags session;
     SamplingFlags sampling;
     bool parse_special = false;
+    std::string grammar_file;
+    std::string json_schema_file;
 };
+
+// The grammar --grammar or --json-schema names, or null for free text.
+std::shared_ptr<const grammar::Grammar> output_grammar(const RunFlags& f) {
+    std::string gbnf;
+    if (!f.grammar_file.empty()) gbnf = read_text_file(f.grammar_file);
+    if (!f.json_schema_file.empty()) {
+        nlohmann::json schema;
+        try {
+            schema = nlohmann::json::parse(read_text_file(f.json_schema_file));
+        } catch (const nlohmann::json::exception& e) {
+            throw Error(f.json_schema_file + " is not JSON: " + e.what());
+        }
+        gbnf = grammar::json_schema_to_gbnf(schema);
+    }
+    if (gbnf.empty()) return nullptr;
+    return std::make_shared<const grammar::Grammar>(grammar::parse_gbnf(gbnf));
+}
 
 double ms_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -45,11 +68,16 @@ int run(const RunFlags& f) {
 
     const SamplingParams sampling = f.sampling.resolved();
     Sampler sampler(sampling);
-    const GenerationStats stats = generate(session, vocab, prompt, f.n_predict, sampler, [](int32_t, std::string_view piece) {
-        std::fwrite(piece.data(), 1, piece.size(), stdout);
-        std::fflush(stdout);
-        return true;
-    });
+    std::optional<Constraint> constraint;
+    if (auto g = output_grammar(f)) constraint.emplace(vocab, std::move(g), build_vocab_trie(vocab));
+    const GenerationStats stats = generate(
+        session, vocab, prompt, f.n_predict, sampler,
+        [](int32_t, std::string_view piece) {
+            std::fwrite(piece.data(), 1, piece.size(), stdout);
+            std::fflush(stdout);
+            return true;
+        },
+        constraint ? &*constraint : nullptr);
     std::fputc('\n', stdout);
     std::fflush(stdout);
 
@@ -73,6 +101,8 @@ Action add_run(CLI::App& app) {
         "Examples:\n"
         "  rill run -m model.gguf -p \"Once upon a time\" -n 64\n"
         "  rill run -m model.gguf -p \"\" -n 200 --temp 0      greedy, from BOS alone\n"
+        "  rill run -m model.gguf -p \"A person as JSON:\" --json-schema person.json\n"
+        "  rill run -m model.gguf -p \"Yes or no?\" --grammar yesno.gbnf   (llama.cpp's GBNF)\n"
         "Timings (load, time to first token, prefill and decode tokens/s) go to stderr.");
     f->model.add_to(*cmd);
     auto* prompt = cmd->add_option("-p,--prompt", f->prompt, "prompt text (empty: start from BOS alone)");
@@ -80,6 +110,10 @@ Action add_run(CLI::App& app) {
     cmd->add_option("-n,--n-predict", f->n_predict, "tokens to generate at most")->capture_default_str()->check(CLI::Range(0, 1 << 24));
     f->sampling.add_to(*cmd);
     f->session.add_to(*cmd);
+    auto* grammar = cmd->add_option("--grammar", f->grammar_file, "hold the output to a GBNF grammar (llama.cpp's format) read from FILE")
+                        ->check(CLI::ExistingFile);
+    cmd->add_option("--json-schema", f->json_schema_file, "hold the output to JSON that validates against the JSON Schema in FILE")
+        ->check(CLI::ExistingFile)->excludes(grammar);
     cmd->add_flag("--parse-special", f->parse_special, "read control tokens written in the prompt, like <|eot_id|>, as those tokens");
     return [f] { return run(*f); };
 }

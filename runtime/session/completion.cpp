@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "runtime/base/error.h"
+
 namespace rill {
 
 const char* finish_reason_name(FinishReason reason) {
@@ -32,11 +34,22 @@ Completion::Completion(const Vocab& vocab, CompletionSettings settings, std::spa
     std::erase_if(settings_.stops, [](const std::string& s) { return s.empty(); });
     for (const int32_t t : prompt) sampler_.accept(t);
     if (settings_.max_tokens <= 0) reason_ = FinishReason::Length;
+    if (settings_.grammar) {
+        if (!settings_.token_trie) settings_.token_trie = build_vocab_trie(vocab_);
+        constraint_.emplace(vocab_, settings_.grammar, settings_.token_trie);
+    }
 }
 
 int32_t Completion::step(std::span<const float> logits, std::string& text) {
     if (done()) return -1;
-    const int32_t token = sampler_.sample(logits);
+    int32_t token;
+    try {
+        token = constraint_ ? constraint_->sample(sampler_, logits) : sampler_.sample(logits);
+    } catch (const Error& e) {
+        error_ = e.what();
+        finish(FinishReason::Stop, text);
+        return -1;
+    }
     sampler_.accept(token);
     ++generated_;
     if (!settings_.ignore_eos && vocab_.is_end_of_generation(token)) {
@@ -45,7 +58,10 @@ int32_t Completion::step(std::span<const float> logits, std::string& text) {
     }
     const bool after_bos = previous_ == vocab_.bos && vocab_.bos >= 0;
     previous_ = token;
-    pending_ += utf8_.push(token_text(vocab_, token, after_bos));
+    if (settings_.top_logprobs >= 0) logprobs_.push_back(token_logprob(logits, token, settings_.top_logprobs));
+    const std::string piece = token_text(vocab_, token, after_bos);
+    if (constraint_) constraint_->accept(token, token_text(vocab_, token));
+    pending_ += utf8_.push(piece);
     size_t first_stop = std::string::npos;
     for (const std::string& stop : settings_.stops) first_stop = std::min(first_stop, pending_.find(stop));
     if (first_stop != std::string::npos) {
@@ -58,8 +74,10 @@ int32_t Completion::step(std::span<const float> logits, std::string& text) {
     const size_t showable = pending_.size() - stop_prefix_length(pending_, settings_.stops);
     text.append(pending_, 0, showable);
     pending_.erase(0, showable);
-    if (generated_ >= settings_.max_tokens) {
-        finish(FinishReason::Length, text);
+    // A grammar that allows nothing more has ended the text: that is a stop, like an end-of-turn token.
+    const bool complete = constraint_ && constraint_->finished();
+    if (complete || generated_ >= settings_.max_tokens) {
+        finish(complete ? FinishReason::Stop : FinishReason::Length, text);
         unevaluated_ = token;
         return -1;
     }

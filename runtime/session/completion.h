@@ -2,10 +2,13 @@
 // generate loop, or the server's scheduler, which steps many of them in one batch.
 #pragma once
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "runtime/session/constrained.h"
 #include "runtime/session/sampling.h"
 #include "runtime/text/tokenizer.h"
 #include "runtime/text/vocab.h"
@@ -20,6 +23,10 @@ struct CompletionSettings {
     int max_tokens = 256;
     std::vector<std::string> stops;  // generation ends before the first of these texts; it is not shown
     bool ignore_eos = false;         // benchmarks: end-of-generation tokens do not end the stream
+    // Output held to a grammar (null: free text), matched over the vocabulary's token trie.
+    std::shared_ptr<const grammar::Grammar> grammar;
+    std::shared_ptr<const grammar::TokenTrie> token_trie;
+    int top_logprobs = -1;  // -1: no log-probabilities; 0 to 20: the sampled token's and this many alternatives'
 };
 
 class Completion {
@@ -41,11 +48,19 @@ public:
     // The token step() sampled but did not return because the stream ended on max_tokens or a stop
     // string: its text was shown, so an owner that continues the context evaluates it. -1 otherwise.
     int32_t unevaluated_token() const { return unevaluated_; }
+    // One entry per generated token that shows text (end-of-generation tokens have none), when
+    // top_logprobs >= 0.
+    const std::vector<TokenLogprob>& logprobs() const { return logprobs_; }
+    // Why a grammar ended the stream early: it allowed no token of the vocabulary. Empty otherwise.
+    const std::string& error() const { return error_; }
 
 private:
     const Vocab& vocab_;
     CompletionSettings settings_;
     Sampler sampler_;
+    std::optional<Constraint> constraint_;
+    std::vector<TokenLogprob> logprobs_;
+    std::string error_;
     Utf8Stream utf8_;
     std::string pending_;  // decoded text not yet shown: it may begin a stop string
     int32_t previous_;

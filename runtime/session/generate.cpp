@@ -14,7 +14,7 @@ double ms_since(std::chrono::steady_clock::time_point start) {
 }  // namespace
 
 GenerationStats generate(Session& session, const Vocab& vocab, std::span<const int32_t> prompt, int n_predict,
-                         Sampler& sampler, const TokenCallback& on_token) {
+                         Sampler& sampler, const TokenCallback& on_token, Constraint* constraint) {
     GenerationStats stats;
     stats.n_prompt = int(prompt.size());
     for (const int32_t t : prompt) sampler.accept(t);
@@ -27,7 +27,7 @@ GenerationStats generate(Session& session, const Vocab& vocab, std::span<const i
     Utf8Stream text;
     start = std::chrono::steady_clock::now();
     while (stats.n_generated < n_predict) {
-        const int32_t token = sampler.sample(logits);
+        const int32_t token = constraint ? constraint->sample(sampler, logits) : sampler.sample(logits);
         sampler.accept(token);
         ++stats.n_generated;
         if (vocab.is_end_of_generation(token)) {
@@ -35,8 +35,13 @@ GenerationStats generate(Session& session, const Vocab& vocab, std::span<const i
             break;
         }
         const bool after_bos = previous == vocab.bos && vocab.bos >= 0;
+        if (constraint) constraint->accept(token, token_text(vocab, token));
         if (!on_token(token, text.push(token_text(vocab, token, after_bos)))) break;
         previous = token;
+        if (constraint && constraint->finished()) {
+            stats.hit_end = true;
+            break;
+        }
         if (stats.n_generated == n_predict) break;
         if (session.position() >= session.n_ctx()) {
             stats.hit_context = true;

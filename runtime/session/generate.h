@@ -5,6 +5,7 @@
 #include <span>
 #include <string_view>
 
+#include "runtime/session/constrained.h"
 #include "runtime/session/sampling.h"
 #include "runtime/session/session.h"
 #include "runtime/text/vocab.h"
@@ -26,8 +27,9 @@ struct GenerationStats {
 using TokenCallback = std::function<bool(int32_t token, std::string_view text)>;
 
 // Evaluates the prompt, then samples up to n_predict tokens (stopping at end-of-generation tokens or a
-// full context), calling on_token for each.
+// full context), calling on_token for each. With a constraint, only what its grammar allows is
+// sampled, and generation ends where the grammar is complete.
 GenerationStats generate(Session& session, const Vocab& vocab, std::span<const int32_t> prompt, int n_predict,
-                         Sampler& sampler, const TokenCallback& on_token);
+                         Sampler& sampler, const TokenCallback& on_token, Constraint* constraint = nullptr);
 
 }  // namespace rill

@@ -9,6 +9,24 @@ int32_t argmax(std::span<const float> logits) {
     return int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
 
+TokenLogprob token_logprob(std::span<const float> logits, int32_t token, int top_n) {
+    const float max = *std::max_element(logits.begin(), logits.end());
+    double sum = 0;
+    for (const float l : logits) sum += std::exp(double(l) - max);
+    const double log_z = max + std::log(sum);
+    TokenLogprob out;
+    out.token = token;
+    out.logprob = float(double(logits[size_t(token)]) - log_z);
+    const size_t n = std::min(size_t(std::max(top_n, 0)), logits.size());
+    std::vector<int32_t> ids(logits.size());
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t(i);
+    std::partial_sort(ids.begin(), ids.begin() + ptrdiff_t(n), ids.end(), [&](int32_t a, int32_t b) {
+        return logits[size_t(a)] > logits[size_t(b)] || (logits[size_t(a)] == logits[size_t(b)] && a < b);
+    });
+    for (size_t i = 0; i < n; ++i) out.top.emplace_back(ids[i], float(double(logits[size_t(ids[i])]) - log_z));
+    return out;
+}
+
 Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) {}
 
 void Sampler::accept(int32_t token) {

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <deque>
 #include <random>
+#include <utility>
 #include <span>
 #include <vector>
 
@@ -45,5 +46,14 @@ private:
 };
 
 int32_t argmax(std::span<const float> logits);
+
+// A token's log-probability under the model (log-softmax of the raw logits, before any penalty,
+// temperature or grammar), and the `top_n` most likely tokens' with theirs, most likely first.
+struct TokenLogprob {
+    int32_t token = -1;
+    float logprob = 0;
+    std::vector<std::pair<int32_t, float>> top;
+};
+TokenLogprob token_logprob(std::span<const float> logits, int32_t token, int top_n);
 
 }  // namespace rill
