@@ -16,12 +16,13 @@
 #include "serve_scheduler.h"
 #include "session_flags.h"
 #include "runtime/base/error.h"
+#include "runtime/session/constrained.h"
 #include "runtime/text/tokenizer.h"
 
 namespace rill::cli {
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;  // keys in the order written: requests keep a schema's property order, responses OpenAI's field order
 using serve::ApiError;
 
 struct ServeFlags {
@@ -102,7 +103,8 @@ public:
     Server(const ServeFlags& flags, const Model& model, const Vocab& vocab, const SessionOptions& options, std::string id)
         : flags_(flags),
           scheduler_(model, vocab, options, flags.parallel),
-          served_{model, vocab, std::move(id), model.file.get_string("tokenizer.chat_template").value_or(""), scheduler_.n_ctx()} {}
+          served_{model, vocab, std::move(id), model.file.get_string("tokenizer.chat_template").value_or(""), scheduler_.n_ctx(),
+                  build_vocab_trie(vocab)} {}
 
     void install(httplib::Server& http) {
         http.set_payload_max_length(flags_.max_body);
@@ -178,49 +180,100 @@ private:
         scheduler_.submit(job);
         const std::string id = new_id(chat ? "chatcmpl-" : "cmpl-");
         const char* object = chat ? "chat.completion" : "text_completion";
+        const serve::OutputOptions output = parsed.output;
+        const bool logprobs = parsed.logprobs;
 
         if (!parsed.stream) {
-            const std::string text = job->wait_all();
+            std::vector<TokenLogprob> entries;
+            const std::string text = job->wait_all(&entries);
             log_.record(req, stats(*job, prompt_tokens));
             if (!job->error.empty()) return send_error(res, ApiError{500, job->error, "server_error"});
             const char* reason = finish_reason_name(job->reason);
-            json body = serve::envelope(id, object, served_, chat ? serve::chat_choice(text, reason, false, false) : serve::completion_choice(text, reason));
+            json choice;
+            if (chat) {
+                serve::ChatOutput out = serve::parse_chat_output(output, text);
+                name_calls(out, output.syntax);
+                if (!out.calls.empty() && job->reason == FinishReason::Stop) reason = "tool_calls";
+                choice = {{"index", 0}, {"message", serve::chat_message(out)},
+                          {"logprobs", logprobs ? serve::chat_logprobs(served_.vocab, entries) : json(nullptr)}, {"finish_reason", reason}};
+            } else {
+                choice = serve::completion_choice(text, reason);
+                if (logprobs) choice["logprobs"] = serve::completion_logprobs(served_.vocab, entries, 0);
+            }
+            json body = serve::envelope(id, object, served_, choice);
             body["usage"] = serve::usage_json(prompt_tokens, job->completion_tokens);
             return send_json(res, 200, body);
         }
 
         const char* chunk_object = chat ? "chat.completion.chunk" : "text_completion";
         res.set_header("Cache-Control", "no-cache");
-        res.set_chunked_content_provider("text/event-stream", [this, job, id, chat, chunk_object, prompt_tokens, &req](size_t, httplib::DataSink& sink) {
+        res.set_chunked_content_provider("text/event-stream", [this, job, id, chat, chunk_object, prompt_tokens, output, logprobs,
+                                                               &req](size_t, httplib::DataSink& sink) {
             auto send = [&](const json& data) {
                 const std::string event = "data: " + dump(data) + "\n\n";
                 return sink.write(event.data(), event.size());
             };
-            bool first = true;
-            std::string piece;
-            for (;;) {
-                piece.clear();
-                const bool finished = job->take(piece, std::chrono::milliseconds(100));
-                if (!piece.empty() || (chat && first)) {
-                    const json choice = chat ? serve::chat_choice(piece, nullptr, true, first) : serve::completion_choice(piece, nullptr);
-                    first = false;
-                    if (!send(serve::envelope(id, chunk_object, served_, choice))) {
-                        job->cancel = true;  // the client is gone: free its slot at the next step
-                        RequestStats s = stats(*job, prompt_tokens);
-                        s.disconnected = true;
-                        log_.record(req, s);
-                        return false;
-                    }
+            auto chunk = [&](json delta, const char* reason, std::vector<TokenLogprob>& entries) {
+                json choice = {{"index", 0}, {"delta", std::move(delta)}, {"logprobs", nullptr}, {"finish_reason", reason ? json(reason) : json(nullptr)}};
+                if (logprobs && !entries.empty()) {
+                    choice["logprobs"] = serve::chat_logprobs(served_.vocab, entries);
+                    entries.clear();
                 }
-                if (finished) break;
+                return send(serve::envelope(id, chunk_object, served_, choice));
+            };
+            auto gone = [&] {
+                job->cancel = true;  // the client is gone: free its slot at the next step
+                RequestStats s = stats(*job, prompt_tokens);
+                s.disconnected = true;
+                log_.record(req, s);
+                return false;
+            };
+            serve::ChatOutputStream stream(output);
+            int next_call = 0;
+            bool called = false;
+            size_t text_offset = 0;
+            std::vector<TokenLogprob> entries;  // taken, not yet sent
+            std::string piece;
+            if (chat && !chunk({{"role", "assistant"}, {"content", ""}}, nullptr, entries)) return gone();
+            for (bool finished = false; !finished;) {
+                piece.clear();
+                finished = job->take(piece, std::chrono::milliseconds(100), &entries);
+                if (!chat) {
+                    if (piece.empty()) continue;
+                    json choice = serve::completion_choice(piece, nullptr);
+                    if (logprobs) {
+                        choice["logprobs"] = serve::completion_logprobs(served_.vocab, entries, text_offset);
+                        for (const TokenLogprob& e : entries) text_offset += token_text(served_.vocab, e.token).size();
+                        entries.clear();
+                    }
+                    if (!send(serve::envelope(id, chunk_object, served_, choice))) return gone();
+                    continue;
+                }
+                serve::ChatOutput shown = stream.feed(piece);
+                if (finished) {
+                    serve::ChatOutput rest = stream.finish();
+                    shown.content += rest.content;
+                    shown.reasoning += rest.reasoning;
+                    shown.calls.insert(shown.calls.end(), rest.calls.begin(), rest.calls.end());
+                }
+                name_calls(shown, output.syntax);
+                called = called || !shown.calls.empty();
+                for (json& delta : serve::chat_deltas(shown, next_call))
+                    if (!chunk(std::move(delta), nullptr, entries)) return gone();
             }
             log_.record(req, stats(*job, prompt_tokens));
             if (!job->error.empty()) {
                 send(serve::error_body(ApiError{500, job->error, "server_error"}));
             } else {
                 const char* reason = finish_reason_name(job->reason);
-                json last = serve::envelope(id, chunk_object, served_,
-                                            chat ? serve::chat_choice("", reason, true, false) : serve::completion_choice("", reason));
+                if (called && job->reason == FinishReason::Stop) reason = "tool_calls";
+                json last;
+                if (chat) {
+                    last = serve::envelope(id, chunk_object, served_, {{"index", 0}, {"delta", json::object()}, {"logprobs", nullptr}, {"finish_reason", reason}});
+                    if (logprobs && !entries.empty()) last["choices"][0]["logprobs"] = serve::chat_logprobs(served_.vocab, entries);
+                } else {
+                    last = serve::envelope(id, chunk_object, served_, serve::completion_choice("", reason));
+                }
                 last["usage"] = serve::usage_json(prompt_tokens, job->completion_tokens);
                 send(last);
             }
@@ -229,6 +282,12 @@ private:
             sink.done();
             return true;
         });
+    }
+
+    // Calls the model wrote without an id get one.
+    static void name_calls(serve::ChatOutput& out, serve::ToolSyntax syntax) {
+        for (serve::ToolCall& c : out.calls)
+            if (c.id.empty()) c.id = serve::new_call_id(syntax);
     }
 
     void embeddings(const httplib::Request& req, httplib::Response& res) {

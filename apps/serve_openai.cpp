@@ -1,17 +1,20 @@
 #include "serve_openai.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <random>
 
-#include "runtime/session/chat.h"
 #include "runtime/base/error.h"
+#include "runtime/grammar/json_schema.h"
+#include "runtime/session/chat.h"
+#include "runtime/text/chat_template.h"
 #include "runtime/text/tokenizer.h"
 
 namespace rill::serve {
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;  // keys in the order written: requests keep a schema's property order, responses OpenAI's field order
 
 ApiError bad_field(const std::string& param, const std::string& message) {
     return ApiError{400, message, "invalid_request_error", "", param};
@@ -110,6 +113,183 @@ std::string content_text(const json& content, size_t index) {
     return text;
 }
 
+// A grammar's text compiled, or a 400 naming the field it came from.
+std::shared_ptr<const grammar::Grammar> compile_grammar(const std::string& gbnf, const std::string& field) {
+    try {
+        return std::make_shared<const grammar::Grammar>(grammar::parse_gbnf(gbnf));
+    } catch (const Error& e) {
+        throw bad_field(field, "'" + field + "' is not a grammar rill can use: " + e.what());
+    }
+}
+
+std::string schema_gbnf(const json& schema, const std::string& field) {
+    if (!schema.is_object() && !schema.is_boolean()) throw bad_field(field, "'" + field + "' must be a JSON Schema object");
+    try {
+        return grammar::json_schema_to_gbnf(schema);
+    } catch (const Error& e) {
+        throw bad_field(field, "'" + field + "': " + e.what());
+    }
+}
+
+// What the output must be from response_format or llama-server's grammar and json_schema fields:
+// a grammar's text, or empty for free text. `field` is set to the field it came from.
+std::string output_gbnf(const json& body, std::string& field) {
+    std::string gbnf;
+    auto claim = [&](const std::string& name) {
+        if (!field.empty()) throw bad_field(name, "'" + name + "' cannot be combined with '" + field + "'");
+        field = name;
+    };
+    if (const auto it = body.find("response_format"); it != body.end() && !it->is_null()) {
+        if (!it->is_object() || !it->contains("type") || !(*it)["type"].is_string())
+            throw bad_field("response_format", "'response_format' must be an object with a 'type'");
+        const std::string type = (*it)["type"].get<std::string>();
+        if (type == "json_object") {
+            claim("response_format");
+            gbnf = grammar::json_object_gbnf();
+        } else if (type == "json_schema") {
+            claim("response_format");
+            const auto spec = it->find("json_schema");
+            if (spec == it->end() || !spec->is_object() || !spec->contains("schema"))
+                throw bad_field("response_format.json_schema", "'response_format.json_schema' must be an object with a 'schema'");
+            gbnf = schema_gbnf((*spec)["schema"], "response_format.json_schema.schema");
+        } else if (type != "text") {
+            throw bad_field("response_format.type", "'response_format.type' must be \"text\", \"json_object\" or \"json_schema\", not \"" + type + "\"");
+        }
+    }
+    if (const auto it = body.find("json_schema"); it != body.end() && !it->is_null()) {
+        claim("json_schema");
+        gbnf = schema_gbnf(*it, "json_schema");
+    }
+    if (const auto it = body.find("grammar"); it != body.end() && !it->is_null()) {
+        if (!it->is_string()) throw bad_field("grammar", "'grammar' must be a string of GBNF");
+        claim("grammar");
+        gbnf = it->get<std::string>();
+    }
+    return gbnf;
+}
+
+// logprobs (chat: true/false, with top_logprobs up to 20; completions: a number up to 5... or 20 here).
+void read_logprobs(const json& body, GenerationRequest& r, bool chat) {
+    const auto it = body.find("logprobs");
+    if (chat) {
+        r.logprobs = read_bool(body, "logprobs", false);
+        int top = 0;
+        read_number(body, "top_logprobs", top, 0, 20);
+        if (!r.logprobs && body.contains("top_logprobs") && !body["top_logprobs"].is_null())
+            throw bad_field("top_logprobs", "'top_logprobs' needs 'logprobs' set to true");
+        if (r.logprobs) r.settings.top_logprobs = top;
+    } else if (it != body.end() && !it->is_null()) {
+        int top = 0;
+        read_number(body, "logprobs", top, 0, 20);
+        r.logprobs = true;
+        r.settings.top_logprobs = top;
+    }
+}
+
+// A message's tool_calls as the template expects them: arguments as objects where they parse.
+json template_tool_calls(const json& calls, const std::string& where) {
+    if (!calls.is_array()) throw bad_field(where, "'" + where + "' must be an array");
+    json out = json::array();
+    for (size_t i = 0; i < calls.size(); ++i) {
+        const json& c = calls[i];
+        const std::string at = where + "[" + std::to_string(i) + "]";
+        if (!c.is_object() || !c.contains("function") || !c["function"].is_object() || !c["function"].contains("name") ||
+            !c["function"]["name"].is_string())
+            throw bad_field(at, "'" + at + "' must be {\"id\", \"type\": \"function\", \"function\": {\"name\", \"arguments\"}}");
+        json call = c;
+        json& function = call["function"];
+        if (function.contains("arguments") && function["arguments"].is_string()) {
+            json parsed = json::parse(function["arguments"].get<std::string>(), nullptr, false);
+            if (!parsed.is_discarded()) function["arguments"] = parsed;  // templates write arguments | tojson
+        }
+        // Templates that read a call's fields directly (call.name) rather than call.function.name.
+        if (!call.contains("name")) call["name"] = function["name"];
+        if (!call.contains("arguments") && function.contains("arguments")) call["arguments"] = function["arguments"];
+        out.push_back(std::move(call));
+    }
+    return out;
+}
+
+struct ToolRequest {
+    json tools;                // as the template receives them; null when none
+    std::vector<Tool> callable;
+    std::string choice = "auto";  // auto, none, required, or "function" for a named one
+    bool parallel = true;
+};
+
+ToolRequest read_tools(const json& body) {
+    ToolRequest t;
+    const auto it = body.find("tools");
+    if (it != body.end() && !it->is_null()) {
+        if (!it->is_array()) throw bad_field("tools", "'tools' must be an array of {\"type\": \"function\", \"function\": {...}}");
+        for (size_t i = 0; i < it->size(); ++i) {
+            const json& tool = (*it)[i];
+            const std::string at = "tools[" + std::to_string(i) + "]";
+            if (!tool.is_object() || !tool.contains("type") || tool["type"] != "function")
+                throw bad_field(at + ".type", "'" + at + ".type' must be \"function\"");
+            if (!tool.contains("function") || !tool["function"].is_object() || !tool["function"].contains("name") || !tool["function"]["name"].is_string())
+                throw bad_field(at + ".function", "'" + at + ".function' must be an object with a string 'name'");
+            const json& function = tool["function"];
+            Tool callable{function["name"].get<std::string>(), json{{"type", "object"}}};
+            if (function.contains("parameters") && !function["parameters"].is_null()) {
+                if (!function["parameters"].is_object()) throw bad_field(at + ".function.parameters", "'" + at + ".function.parameters' must be a JSON Schema object");
+                callable.parameters = function["parameters"];
+            }
+            t.callable.push_back(std::move(callable));
+        }
+        if (!t.callable.empty()) t.tools = *it;
+    }
+    if (const auto c = body.find("tool_choice"); c != body.end() && !c->is_null()) {
+        if (c->is_string()) {
+            t.choice = c->get<std::string>();
+            if (t.choice != "auto" && t.choice != "none" && t.choice != "required")
+                throw bad_field("tool_choice", "'tool_choice' must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}");
+        } else if (c->is_object() && c->contains("function") && (*c)["function"].is_object() && (*c)["function"].contains("name") &&
+                   (*c)["function"]["name"].is_string()) {
+            const std::string name = (*c)["function"]["name"].get<std::string>();
+            const auto named = std::find_if(t.callable.begin(), t.callable.end(), [&](const Tool& tool) { return tool.name == name; });
+            if (named == t.callable.end()) throw bad_field("tool_choice", "'tool_choice' names the function '" + name + "', which is not in 'tools'");
+            t.callable = {*named};
+            t.choice = "function";
+        } else {
+            throw bad_field("tool_choice", "'tool_choice' must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}");
+        }
+        if (t.choice != "auto" && t.choice != "none" && t.callable.empty())
+            throw bad_field("tool_choice", "'tool_choice' asks for a call but 'tools' is empty");
+    }
+    t.parallel = read_bool(body, "parallel_tool_calls", true);
+    if (t.choice == "none") t.tools = nullptr;
+    return t;
+}
+
+// The plain transcript for models without a template, with tools described in words.
+std::string fallback_transcript(const json& messages, const json& tools) {
+    std::string text;
+    if (!tools.is_null()) {
+        text += "You can call these functions. To call them, reply with only {\"tool_calls\": [{\"name\": ..., \"arguments\": {...}}]}.\n";
+        for (const json& tool : tools) text += tool["function"].dump() + "\n";
+        text += "\n";
+    }
+    for (const json& m : messages) {
+        const std::string role = m["role"].get<std::string>();
+        const std::string content = m["content"].is_string() ? m["content"].get<std::string>() : "";
+        if (role == "system") text += content + "\n\n";
+        else if (role == "user") text += "User: " + content + "\n";
+        else if (role == "tool") text += "Tool result: " + content + "\n";
+        else if (m.contains("tool_calls")) text += "Assistant: " + json{{"tool_calls", m["tool_calls"]}}.dump() + "\n";
+        else text += "Assistant: " + content + "\n";
+    }
+    return text + "Assistant:";
+}
+
+// The prompt ends inside a <think> the template opened (DeepSeek-R1's generation prompt does).
+bool ends_in_think(const std::string& prompt) {
+    const size_t open = prompt.rfind("<think>");
+    if (open == std::string::npos) return false;
+    const size_t close = prompt.rfind("</think>");
+    return close == std::string::npos || close < open;
+}
+
 }  // namespace
 
 json error_body(const ApiError& e) {
@@ -141,26 +321,80 @@ GenerationRequest parse_chat_request(const json& body, const ServedModel& served
     check_model(body, served);
     const auto it = body.find("messages");
     if (it == body.end() || !it->is_array() || it->empty()) throw bad_field("messages", "'messages' must be a non-empty array");
-    std::vector<ChatMessage> messages;
+    json messages = json::array();
     for (size_t i = 0; i < it->size(); ++i) {
         const json& m = (*it)[i];
-        if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
-            throw bad_field("messages[" + std::to_string(i) + "]", "messages[" + std::to_string(i) + "] needs a string 'role'");
+        const std::string at = "messages[" + std::to_string(i) + "]";
+        if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) throw bad_field(at, at + " needs a string 'role'");
         const std::string role = m["role"].get<std::string>();
-        if (role != "system" && role != "user" && role != "assistant" && role != "developer")
-            throw bad_field("messages[" + std::to_string(i) + "].role", "role '" + role + "' is not one of system, developer, user, assistant");
-        messages.push_back({role == "developer" ? "system" : role, content_text(m.contains("content") ? m["content"] : json(nullptr), i)});
+        if (role != "system" && role != "user" && role != "assistant" && role != "developer" && role != "tool")
+            throw bad_field(at + ".role", "role '" + role + "' is not one of system, developer, user, assistant, tool");
+        json message = {{"role", role == "developer" ? "system" : role}};
+        const json content = m.contains("content") ? m["content"] : json(nullptr);
+        const bool calls = role == "assistant" && m.contains("tool_calls") && !m["tool_calls"].is_null();
+        message["content"] = calls && content.is_null() ? json(nullptr) : json(content_text(content, i));
+        if (calls) message["tool_calls"] = template_tool_calls(m["tool_calls"], at + ".tool_calls");
+        if (role == "tool") {
+            for (const char* key : {"tool_call_id", "name"})
+                if (m.contains(key) && !m[key].is_null()) {
+                    if (!m[key].is_string()) throw bad_field(at + "." + key, "'" + at + "." + key + "' must be a string");
+                    message[key] = m[key];
+                }
+        }
+        messages.push_back(std::move(message));
     }
     GenerationRequest r = common_settings(body, served);
+    read_logprobs(body, r, true);
+    const ToolRequest tools = read_tools(body);
+    std::string field;
+    std::string gbnf = output_gbnf(body, field);
+    const ToolSyntax syntax = served.template_source.empty() ? ToolSyntax::Generic : tool_syntax(served.template_source);
+    if (tools.choice == "required" || tools.choice == "function") {
+        if (!field.empty()) throw bad_field("tool_choice", "a required tool call cannot be combined with '" + field + "'");
+        field = "tools";
+        try {
+            gbnf = tool_call_gbnf(syntax, tools.callable, tools.parallel && tools.choice == "required");
+        } catch (const Error& e) {
+            throw bad_field("tools", std::string("'tools': ") + e.what());
+        }
+    }
+    if (!gbnf.empty()) {
+        r.settings.grammar = compile_grammar(gbnf, field);
+        r.settings.token_trie = served.token_trie;
+    }
+
+    json kwargs = json::object();
+    if (const auto k = body.find("chat_template_kwargs"); k != body.end() && !k->is_null()) {
+        if (!k->is_object()) throw bad_field("chat_template_kwargs", "'chat_template_kwargs' must be an object");
+        kwargs = *k;
+    }
+    if (const auto e = body.find("reasoning_effort"); e != body.end() && !e->is_null()) {
+        if (!e->is_string()) throw bad_field("reasoning_effort", "'reasoning_effort' must be a string such as \"low\", \"medium\" or \"high\"");
+        if (!kwargs.contains("reasoning_effort")) kwargs["reasoning_effort"] = *e;
+    }
     std::string text;
-    try {
-        text = render_conversation(served.template_source, served.vocab, messages, true);
-    } catch (const Error& e) {
-        throw ApiError{400, std::string("the chat template cannot render these messages: ") + e.what(), "invalid_request_error", "", "messages"};
+    if (served.template_source.empty()) {
+        text = fallback_transcript(messages, tools.tools);
+        for (const std::string& stop : fallback_chat_stops()) r.settings.stops.push_back(stop);
+    } else {
+        ChatTemplateInput input;
+        input.messages = messages;
+        input.tools = tools.tools;
+        input.add_generation_prompt = true;
+        input.bos_token = served.vocab.bos >= 0 ? served.vocab.tokens[size_t(served.vocab.bos)] : "";
+        input.eos_token = served.vocab.eos >= 0 ? served.vocab.tokens[size_t(served.vocab.eos)] : "";
+        input.extra = kwargs;
+        try {
+            text = render_chat_template(served.template_source, input);
+        } catch (const Error& e) {
+            throw ApiError{400, std::string("the chat template cannot render these messages: ") + e.what(), "invalid_request_error", "", "messages"};
+        }
     }
     r.prompt = tokenize(served.vocab, text, {.add_special = true, .parse_special = !served.template_source.empty()});
-    if (served.template_source.empty())
-        for (const std::string& stop : fallback_chat_stops()) r.settings.stops.push_back(stop);
+    r.output.tools = !tools.tools.is_null();
+    r.output.syntax = syntax;
+    r.output.reasoning = served.template_source.find("<think>") != std::string::npos;
+    r.output.starts_in_reasoning = r.output.reasoning && ends_in_think(text);
     fit_prompt(r, served, "messages");
     return r;
 }
@@ -175,6 +409,12 @@ GenerationRequest parse_completion_request(const json& body, const ServedModel& 
     else throw bad_field("prompt", "'prompt' must be a string (or an array of one string)");
     if (read_bool(body, "echo", false)) throw bad_field("echo", "'echo' is not supported");
     GenerationRequest r = common_settings(body, served);
+    read_logprobs(body, r, false);
+    std::string field;
+    if (const std::string gbnf = output_gbnf(body, field); !gbnf.empty()) {
+        r.settings.grammar = compile_grammar(gbnf, field);
+        r.settings.token_trie = served.token_trie;
+    }
     r.prompt = tokenize(served.vocab, prompt, {.add_special = true, .parse_special = false});
     fit_prompt(r, served, "prompt");
     return r;
@@ -214,19 +454,69 @@ json usage_json(int prompt_tokens, int completion_tokens) {
     return {{"prompt_tokens", prompt_tokens}, {"completion_tokens", completion_tokens}, {"total_tokens", prompt_tokens + completion_tokens}};
 }
 
-json chat_choice(const std::string& text, const char* finish_reason, bool chunk, bool first_chunk) {
-    json choice = {{"index", 0}};
-    if (chunk) {
-        json delta = json::object();
-        if (first_chunk) delta["role"] = "assistant";
-        if (!text.empty() || first_chunk) delta["content"] = text;
-        choice["delta"] = delta;
-    } else {
-        choice["message"] = {{"role", "assistant"}, {"content", text}};
+json chat_message(const ChatOutput& output) {
+    json message = {{"role", "assistant"}};
+    message["content"] = output.calls.empty() || !output.content.empty() ? json(output.content) : json(nullptr);
+    if (!output.reasoning.empty()) message["reasoning_content"] = output.reasoning;
+    if (!output.calls.empty()) {
+        json calls = json::array();
+        for (const ToolCall& c : output.calls)
+            calls.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+        message["tool_calls"] = calls;
     }
-    choice["logprobs"] = nullptr;
-    choice["finish_reason"] = finish_reason ? json(finish_reason) : json(nullptr);
-    return choice;
+    message["refusal"] = nullptr;
+    return message;
+}
+
+std::vector<json> chat_deltas(const ChatOutput& piece, int& next_call) {
+    std::vector<json> out;
+    if (!piece.reasoning.empty()) out.push_back({{"reasoning_content", piece.reasoning}});
+    if (!piece.content.empty()) out.push_back({{"content", piece.content}});
+    for (const ToolCall& c : piece.calls) {
+        const int index = next_call++;
+        out.push_back({{"tool_calls", json::array({{{"index", index}, {"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", ""}}}}})}});
+        out.push_back({{"tool_calls", json::array({{{"index", index}, {"function", {{"arguments", c.arguments}}}}})}});
+    }
+    return out;
+}
+
+namespace {
+
+json utf8_bytes(const std::string& text) {
+    json bytes = json::array();
+    for (const char c : text) bytes.push_back(int(uint8_t(c)));
+    return bytes;
+}
+
+}  // namespace
+
+json chat_logprobs(const Vocab& vocab, std::span<const TokenLogprob> entries) {
+    json content = json::array();
+    for (const TokenLogprob& e : entries) {
+        const std::string text = token_text(vocab, e.token);
+        json top = json::array();
+        for (const auto& [id, logprob] : e.top) {
+            const std::string t = token_text(vocab, id);
+            top.push_back({{"token", t}, {"logprob", logprob}, {"bytes", utf8_bytes(t)}});
+        }
+        content.push_back({{"token", text}, {"logprob", e.logprob}, {"bytes", utf8_bytes(text)}, {"top_logprobs", top}});
+    }
+    return {{"content", content}, {"refusal", nullptr}};
+}
+
+json completion_logprobs(const Vocab& vocab, std::span<const TokenLogprob> entries, size_t text_offset) {
+    json tokens = json::array(), logprobs = json::array(), top = json::array(), offsets = json::array();
+    for (const TokenLogprob& e : entries) {
+        const std::string text = token_text(vocab, e.token);
+        tokens.push_back(text);
+        logprobs.push_back(e.logprob);
+        json alternatives = json::object();
+        for (const auto& [id, logprob] : e.top) alternatives[token_text(vocab, id)] = logprob;
+        top.push_back(alternatives);
+        offsets.push_back(text_offset);
+        text_offset += text.size();
+    }
+    return {{"tokens", tokens}, {"token_logprobs", logprobs}, {"top_logprobs", top}, {"text_offset", offsets}};
 }
 
 json completion_choice(const std::string& text, const char* finish_reason) {

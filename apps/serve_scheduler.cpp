@@ -13,17 +13,20 @@ double ms_between(std::chrono::steady_clock::time_point a, std::chrono::steady_c
 
 }  // namespace
 
-bool Job::take(std::string& out, std::chrono::milliseconds timeout) {
+bool Job::take(std::string& out, std::chrono::milliseconds timeout, std::vector<TokenLogprob>* taken) {
     std::unique_lock lock(mutex);
     changed.wait_for(lock, timeout, [&] { return finished || !text.empty(); });
     out += text;
     text.clear();
+    if (taken) taken->insert(taken->end(), std::make_move_iterator(logprobs.begin()), std::make_move_iterator(logprobs.end()));
+    logprobs.clear();
     return finished;
 }
 
-std::string Job::wait_all() {
+std::string Job::wait_all(std::vector<TokenLogprob>* taken) {
     std::unique_lock lock(mutex);
     changed.wait(lock, [&] { return finished; });
+    if (taken) *taken = std::move(logprobs);
     return std::move(text);
 }
 
@@ -84,9 +87,13 @@ SchedulerCounts Scheduler::counts() const {
 }
 
 void Scheduler::publish(Slot& slot, const std::string& piece) {
-    if (piece.empty()) return;
+    if (!slot.completion) return;
+    const std::vector<TokenLogprob>& logprobs = slot.completion->logprobs();
+    if (piece.empty() && slot.logprobs_published == logprobs.size()) return;
     std::lock_guard lock(slot.job->mutex);
     slot.job->text += piece;
+    slot.job->logprobs.insert(slot.job->logprobs.end(), logprobs.begin() + ptrdiff_t(slot.logprobs_published), logprobs.end());
+    slot.logprobs_published = logprobs.size();
     slot.job->changed.notify_all();
 }
 
@@ -97,9 +104,13 @@ void Scheduler::finish(Slot& slot, FinishReason reason, const std::string& error
     {
         std::lock_guard lock(job.mutex);
         job.text += rest;
+        if (slot.completion) {
+            const auto& logprobs = slot.completion->logprobs();
+            job.logprobs.insert(job.logprobs.end(), logprobs.begin() + ptrdiff_t(slot.logprobs_published), logprobs.end());
+        }
         job.finished = true;
         job.reason = slot.completion ? slot.completion->reason() : reason;
-        job.error = error;
+        job.error = !error.empty() || !slot.completion ? error : slot.completion->error();
         job.completion_tokens = slot.completion ? slot.completion->generated() : 0;
         if (slot.completion && slot.completion->generated() > 0)
             job.decode_ms = ms_between(slot.first_token, std::chrono::steady_clock::now());
@@ -108,6 +119,7 @@ void Scheduler::finish(Slot& slot, FinishReason reason, const std::string& error
     slot.job.reset();
     slot.completion.reset();
     slot.next = -1;
+    slot.logprobs_published = 0;
     std::lock_guard lock(mutex_);
     --busy_;
 }

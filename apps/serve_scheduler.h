@@ -33,6 +33,7 @@ struct Job {
     std::mutex mutex;
     std::condition_variable changed;
     std::string text;          // generated text not yet taken by take()
+    std::vector<TokenLogprob> logprobs;  // the generated tokens' log-probabilities not yet taken (when asked for)
     bool finished = false;
     FinishReason reason = FinishReason::None;
     std::string error;         // set when the generation failed
@@ -43,9 +44,9 @@ struct Job {
 
     // Waits up to `timeout` for new text or the end; moves the new text into `out`. Returns true
     // once finished and every piece was taken.
-    bool take(std::string& out, std::chrono::milliseconds timeout);
+    bool take(std::string& out, std::chrono::milliseconds timeout, std::vector<TokenLogprob>* logprobs = nullptr);
     // Waits for the end and returns the whole text.
-    std::string wait_all();
+    std::string wait_all(std::vector<TokenLogprob>* logprobs = nullptr);
 };
 
 struct SchedulerCounts {
@@ -75,6 +76,7 @@ private:
         std::shared_ptr<Job> job;
         std::optional<Completion> completion;
         int32_t next = -1;  // the token to evaluate at the next step
+        size_t logprobs_published = 0;
         std::chrono::steady_clock::time_point first_token;
     };
     void start(Slot& slot);           // evaluates the prompt and samples the first token

@@ -13,7 +13,7 @@
 namespace rill::grammar {
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;  // properties keep the order the schema declares them in
 
 // The JSON pieces every schema grammar draws on. Space between tokens is bounded, as llama.cpp
 // bounds it, so a model cannot fill its budget with indentation.

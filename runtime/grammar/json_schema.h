@@ -19,7 +19,7 @@
 namespace rill::grammar {
 
 // The grammar text; its root rule is one JSON value (no leading or trailing space).
-std::string json_schema_to_gbnf(const nlohmann::json& schema);
+std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema);
 
 // Any JSON object (response_format json_object).
 std::string json_object_gbnf();

@@ -59,7 +59,7 @@ void expect_answer_or_4xx(Parse parse) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     static const Served s;
     const rill::serve::ServedModel& served = *s.served;
-    nlohmann::json body;
+    nlohmann::ordered_json body;
     try {
         body = rill::serve::parse_body(std::string(reinterpret_cast<const char*>(data), size));
     } catch (const rill::serve::ApiError& e) {

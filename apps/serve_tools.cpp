@@ -1,0 +1,327 @@
+#include "serve_tools.h"
+
+#include <algorithm>
+#include <random>
+
+#include "runtime/base/error.h"
+#include "runtime/grammar/json_schema.h"
+
+namespace rill::serve {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kThinkOpen = "<think>";
+constexpr std::string_view kThinkClose = "</think>";
+// Where a call can begin, in every family's syntax. Llama 3's bare JSON and the generic form begin
+// with '{' or '[' at the start of the reply, which feed() watches for apart from these.
+constexpr std::string_view kCallMarkers[] = {"<tool_call>", "[TOOL_CALLS]", "<|tool_call|>", "<|python_tag|>"};
+
+bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+
+std::string_view trim_left(std::string_view s) {
+    while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+    return s;
+}
+
+// The longest suffix of `text` that is a proper prefix of `marker`.
+size_t partial_suffix(std::string_view text, std::string_view marker) {
+    for (size_t n = std::min(marker.size() - 1, text.size()); n > 0; --n)
+        if (text.substr(text.size() - n) == marker.substr(0, n)) return n;
+    return 0;
+}
+
+// Where the JSON value at the start of `s` ends (strings and nesting respected), or npos.
+size_t json_value_end(std::string_view s) {
+    if (s.empty()) return std::string_view::npos;
+    if (s[0] != '{' && s[0] != '[') {
+        size_t i = 0;
+        if (s[0] == '"') {
+            for (i = 1; i < s.size(); ++i) {
+                if (s[i] == '\\') ++i;
+                else if (s[i] == '"') return i + 1;
+            }
+            return std::string_view::npos;
+        }
+        while (i < s.size() && !is_space(s[i]) && s[i] != ',' && s[i] != ']' && s[i] != '}' && s[i] != ';') ++i;
+        return i;
+    }
+    int depth = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < s.size(); ++i) {
+        const char c = s[i];
+        if (in_string) {
+            if (c == '\\') ++i;
+            else if (c == '"') in_string = false;
+            continue;
+        }
+        if (c == '"') in_string = true;
+        else if (c == '{' || c == '[') ++depth;
+        else if ((c == '}' || c == ']') && --depth == 0) return i + 1;
+    }
+    return std::string_view::npos;
+}
+
+// One call object in any family's spelling: name with arguments or parameters (an object, or a
+// string holding one), or OpenAI's own {"function": {...}} shape.
+bool read_call(const json& v, std::vector<ToolCall>& calls) {
+    if (!v.is_object()) return false;
+    if (v.contains("function") && v["function"].is_object()) return read_call(v["function"], calls);
+    if (!v.contains("name") || !v["name"].is_string()) return false;
+    json arguments = json::object();
+    for (const char* key : {"arguments", "parameters"}) {
+        if (!v.contains(key)) continue;
+        arguments = v[key];
+        if (arguments.is_string()) {
+            arguments = json::parse(arguments.get<std::string>(), nullptr, false);
+            if (arguments.is_discarded()) return false;
+        }
+        break;
+    }
+    if (!arguments.is_object()) return false;
+    ToolCall call;
+    call.name = v["name"].get<std::string>();
+    call.arguments = arguments.dump(-1, ' ', false, json::error_handler_t::replace);
+    if (v.contains("id") && v["id"].is_string()) call.id = v["id"].get<std::string>();
+    calls.push_back(std::move(call));
+    return true;
+}
+
+// A call, a list of calls, or the generic {"tool_calls": [...]}.
+bool read_calls(const json& v, std::vector<ToolCall>& calls) {
+    if (v.is_object() && v.contains("tool_calls") && v["tool_calls"].is_array()) return read_calls(v["tool_calls"], calls);
+    if (v.is_object() && v.contains("tool_call")) return read_call(v["tool_call"], calls);
+    if (v.is_array()) {
+        if (v.empty()) return false;
+        for (const json& c : v)
+            if (!read_call(c, calls)) return false;
+        return true;
+    }
+    return read_call(v, calls);
+}
+
+// Reads JSON calls from the start of `s`, moving past them.
+bool take_json_calls(std::string_view& s, std::vector<ToolCall>& calls) {
+    s = trim_left(s);
+    const size_t end = json_value_end(s);
+    if (end == std::string_view::npos) return false;
+    const json v = json::parse(s.substr(0, end), nullptr, false);
+    if (v.is_discarded() || !read_calls(v, calls)) return false;
+    s.remove_prefix(end);
+    return true;
+}
+
+// Ordered, so a call is written name first, as every family's template shows it.
+using ordered = nlohmann::ordered_json;
+
+ordered call_schema(ToolSyntax syntax, const std::vector<Tool>& tools) {
+    const char* arguments = syntax == ToolSyntax::Llama3 ? "parameters" : "arguments";
+    ordered alternatives = ordered::array();
+    for (const Tool& tool : tools) {
+        const ordered parameters = tool.parameters.is_object() ? tool.parameters : ordered{{"type", "object"}};
+        ordered properties = ordered::object();
+        properties["name"] = {{"const", tool.name}};
+        properties[arguments] = parameters;
+        alternatives.push_back({{"type", "object"}, {"properties", properties}, {"required", {"name", arguments}}, {"additionalProperties", false}});
+    }
+    return alternatives.size() == 1 ? alternatives[0] : ordered{{"anyOf", alternatives}};
+}
+
+std::string rename_root(const std::string& gbnf, const std::string& name) {
+    std::string out = gbnf;
+    if (out.rfind("root ::=", 0) == 0) return name + out.substr(4);
+    const size_t at = out.find("\nroot ::=");
+    if (at == std::string::npos) throw Error("internal: the schema grammar has no root rule");
+    return out.replace(at + 1, 4, name);
+}
+
+}  // namespace
+
+ToolSyntax tool_syntax(const std::string& source) {
+    if (source.find("<tool_call>") != std::string::npos) return ToolSyntax::Hermes;
+    if (source.find("[TOOL_CALLS]") != std::string::npos) return ToolSyntax::Mistral;
+    if (source.find("<|tool_call|>") != std::string::npos) return ToolSyntax::Granite;
+    if (source.find("<|python_tag|>") != std::string::npos || source.find("\"parameters\": dictionary of argument name") != std::string::npos)
+        return ToolSyntax::Llama3;
+    return ToolSyntax::Generic;
+}
+
+const char* tool_syntax_name(ToolSyntax syntax) {
+    switch (syntax) {
+        case ToolSyntax::Hermes: return "hermes";
+        case ToolSyntax::Llama3: return "llama3";
+        case ToolSyntax::Mistral: return "mistral";
+        case ToolSyntax::Granite: return "granite";
+        case ToolSyntax::Generic: break;
+    }
+    return "generic";
+}
+
+std::string tool_call_gbnf(ToolSyntax syntax, const std::vector<Tool>& tools, bool parallel) {
+    if (tools.empty()) throw Error("no tools to call");
+    const ordered call = call_schema(syntax, tools);
+    switch (syntax) {
+        case ToolSyntax::Hermes: {
+            const std::string payload = rename_root(grammar::json_schema_to_gbnf(call), "call");
+            return std::string("root ::= block") + (parallel ? " (\"\\n\" block)*" : "") + "\nblock ::= \"<tool_call>\\n\" call \"\\n</tool_call>\"\n" + payload;
+        }
+        case ToolSyntax::Llama3:
+            // Llama 3.1's template teaches one call per reply.
+            return grammar::json_schema_to_gbnf(call);
+        case ToolSyntax::Mistral:
+        case ToolSyntax::Granite: {
+            // The marker is a control token in these vocabularies, which a grammar over text cannot
+            // produce; the list alone parses the same.
+            ordered list = {{"type", "array"}, {"items", call}, {"minItems", 1}};
+            if (!parallel) list["maxItems"] = 1;
+            return grammar::json_schema_to_gbnf(list);
+        }
+        case ToolSyntax::Generic: {
+            ordered list = {{"type", "array"}, {"items", call}, {"minItems", 1}};
+            if (!parallel) list["maxItems"] = 1;
+            return grammar::json_schema_to_gbnf(ordered{{"type", "object"}, {"properties", {{"tool_calls", list}}}, {"required", {"tool_calls"}}});
+        }
+    }
+    return {};
+}
+
+bool parse_tool_calls(std::string_view text, std::vector<ToolCall>& calls) {
+    std::vector<ToolCall> found;
+    std::string_view s = trim_left(text);
+    if (s.empty()) return false;
+    while (!(s = trim_left(s)).empty()) {
+        if (s.substr(0, 11) == "<tool_call>") {
+            s.remove_prefix(11);
+            if (!take_json_calls(s, found)) return false;
+            s = trim_left(s);
+            if (s.substr(0, 12) == "</tool_call>") s.remove_prefix(12);
+            else if (!s.empty()) return false;
+        } else if (s.substr(0, 12) == "[TOOL_CALLS]") {
+            s.remove_prefix(12);
+            if (!take_json_calls(s, found)) return false;
+        } else if (s.substr(0, 13) == "<|tool_call|>") {
+            s.remove_prefix(13);
+            if (!take_json_calls(s, found)) return false;
+        } else if (s.substr(0, 14) == "<|python_tag|>") {
+            s.remove_prefix(14);
+            if (!take_json_calls(s, found)) return false;
+        } else if (s[0] == '{' || s[0] == '[') {
+            if (!take_json_calls(s, found)) return false;
+        } else if (s[0] == ';' || s[0] == ',') {
+            s.remove_prefix(1);  // Llama 3's calls, one after another
+        } else if (s.substr(0, 10) == "<|eom_id|>" || s.substr(0, 10) == "<|eot_id|>") {
+            s.remove_prefix(10);
+        } else {
+            return false;
+        }
+    }
+    if (found.empty()) return false;
+    calls.insert(calls.end(), found.begin(), found.end());
+    return true;
+}
+
+ChatOutput ChatOutputStream::feed(std::string_view text) {
+    pending_ += text;
+    ChatOutput out;
+    drain(out, false);
+    return out;
+}
+
+ChatOutput ChatOutputStream::finish() {
+    ChatOutput out;
+    drain(out, true);
+    if (in_call_) {
+        if (!parse_tool_calls(call_, out.calls)) out.content += call_;
+        call_.clear();
+        in_call_ = false;
+    }
+    return out;
+}
+
+void ChatOutputStream::drain(ChatOutput& out, bool final) {
+    for (;;) {
+        if (in_call_) {
+            call_ += pending_;
+            pending_.clear();
+            return;
+        }
+        if (in_reasoning_) {
+            const size_t close = pending_.find(kThinkClose);
+            if (close != std::string::npos) {
+                out.reasoning.append(pending_, 0, close);
+                pending_.erase(0, close + kThinkClose.size());
+                in_reasoning_ = false;
+                after_reasoning_ = true;
+                continue;
+            }
+            const size_t hold = final ? 0 : partial_suffix(pending_, kThinkClose);
+            out.reasoning.append(pending_, 0, pending_.size() - hold);
+            pending_.erase(0, pending_.size() - hold);
+            return;
+        }
+        if (!shown_content_) {
+            // Before any content: blank lines after </think>, an opening <think>, or a bare JSON call.
+            const std::string_view rest = trim_left(pending_);
+            if (rest.empty()) {
+                if (final || !after_reasoning_) {
+                    if (!after_reasoning_) {
+                        // Leading spaces stay part of the content, but only once something follows.
+                        if (final) out.content += pending_, pending_.clear();
+                    } else {
+                        pending_.clear();
+                    }
+                }
+                return;
+            }
+            if (after_reasoning_) pending_.erase(0, pending_.size() - rest.size());
+            if (options_.reasoning && !in_reasoning_ && rest.substr(0, kThinkOpen.size()) == kThinkOpen) {
+                pending_.erase(0, pending_.size() - rest.size() + kThinkOpen.size());
+                in_reasoning_ = true;
+                continue;
+            }
+            if (options_.reasoning && !final && kThinkOpen.substr(0, rest.size()) == rest) return;  // may become <think>
+            if (options_.tools && (rest[0] == '{' || rest[0] == '[')) {
+                in_call_ = true;
+                continue;
+            }
+            shown_content_ = true;
+        }
+        if (options_.tools) {
+            size_t first = std::string::npos;
+            for (const std::string_view marker : kCallMarkers) first = std::min(first, pending_.find(marker));
+            if (first != std::string::npos) {
+                out.content.append(pending_, 0, first);
+                pending_.erase(0, first);
+                in_call_ = true;
+                continue;
+            }
+        }
+        size_t hold = 0;
+        if (options_.tools && !final)
+            for (const std::string_view marker : kCallMarkers) hold = std::max(hold, partial_suffix(pending_, marker));
+        out.content.append(pending_, 0, pending_.size() - hold);
+        pending_.erase(0, pending_.size() - hold);
+        return;
+    }
+}
+
+ChatOutput parse_chat_output(const OutputOptions& options, std::string_view text) {
+    ChatOutputStream stream(options);
+    ChatOutput all = stream.feed(text);
+    ChatOutput rest = stream.finish();
+    all.content += rest.content;
+    all.reasoning += rest.reasoning;
+    all.calls.insert(all.calls.end(), rest.calls.begin(), rest.calls.end());
+    return all;
+}
+
+std::string new_call_id(ToolSyntax syntax) {
+    static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    thread_local std::mt19937_64 rng{std::random_device{}()};
+    const bool mistral = syntax == ToolSyntax::Mistral;
+    std::string id = mistral ? "" : "call_";
+    for (int i = 0; i < (mistral ? 9 : 24); ++i) id += kAlphabet[rng() % (sizeof kAlphabet - 1)];
+    return id;
+}
+
+}  // namespace rill::serve
