@@ -20,6 +20,9 @@ ApiError bad_field(const std::string& param, const std::string& message) {
     return ApiError{400, message, "invalid_request_error", "", param};
 }
 
+// A bound as a person writes it: 20, not 20.0.
+std::string bound_text(double v) { return v == double(int64_t(v)) ? std::to_string(int64_t(v)) : json(v).dump(); }
+
 // An optional number within [lo, hi].
 template <typename T>
 void read_number(const json& body, const char* key, T& out, double lo, double hi) {
@@ -28,7 +31,7 @@ void read_number(const json& body, const char* key, T& out, double lo, double hi
     if (!it->is_number()) throw bad_field(key, std::string("'") + key + "' must be a number");
     const double v = it->get<double>();
     if (!(v >= lo && v <= hi))
-        throw bad_field(key, std::string("'") + key + "' is " + it->dump() + "; it must be between " + json(lo).dump() + " and " + json(hi).dump());
+        throw bad_field(key, std::string("'") + key + "' is " + it->dump() + "; it must be between " + bound_text(lo) + " and " + bound_text(hi));
     if constexpr (std::is_integral_v<T>) {
         if (!it->is_number_integer()) throw bad_field(key, std::string("'") + key + "' must be an integer");
         out = T(it->get<int64_t>());
@@ -197,11 +200,12 @@ json template_tool_calls(const json& calls, const std::string& where) {
             !c["function"]["name"].is_string())
             throw bad_field(at, "'" + at + "' must be {\"id\", \"type\": \"function\", \"function\": {\"name\", \"arguments\"}}");
         json call = c;
-        json& function = call["function"];
+        json function = c["function"];  // a copy: inserting into an ordered object moves its members
         if (function.contains("arguments") && function["arguments"].is_string()) {
             json parsed = json::parse(function["arguments"].get<std::string>(), nullptr, false);
             if (!parsed.is_discarded()) function["arguments"] = parsed;  // templates write arguments | tojson
         }
+        call["function"] = function;
         // Templates that read a call's fields directly (call.name) rather than call.function.name.
         if (!call.contains("name")) call["name"] = function["name"];
         if (!call.contains("arguments") && function.contains("arguments")) call["arguments"] = function["arguments"];
@@ -332,7 +336,9 @@ GenerationRequest parse_chat_request(const json& body, const ServedModel& served
         json message = {{"role", role == "developer" ? "system" : role}};
         const json content = m.contains("content") ? m["content"] : json(nullptr);
         const bool calls = role == "assistant" && m.contains("tool_calls") && !m["tool_calls"].is_null();
-        message["content"] = calls && content.is_null() ? json(nullptr) : json(content_text(content, i));
+        // Null content (an assistant turn of calls only) is given to the template as "", as llama.cpp
+        // does: templates such as Qwen3's test `'</think>' in message.content`, which fails on None.
+        message["content"] = content_text(content, i);
         if (calls) message["tool_calls"] = template_tool_calls(m["tool_calls"], at + ".tool_calls");
         if (role == "tool") {
             for (const char* key : {"tool_call_id", "name"})

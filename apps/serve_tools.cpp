@@ -11,6 +11,9 @@ namespace {
 
 using nlohmann::json;
 
+// A forced reply holds at most this many calls, so it ends even where the model would not stop.
+constexpr int kMaxParallelCalls = 8;
+
 constexpr std::string_view kThinkOpen = "<think>";
 constexpr std::string_view kThinkClose = "</think>";
 // Where a call can begin, in every family's syntax. Llama 3's bare JSON and the generic form begin
@@ -163,7 +166,8 @@ std::string tool_call_gbnf(ToolSyntax syntax, const std::vector<Tool>& tools, bo
     switch (syntax) {
         case ToolSyntax::Hermes: {
             const std::string payload = rename_root(grammar::json_schema_to_gbnf(call), "call");
-            return std::string("root ::= block") + (parallel ? " (\"\\n\" block)*" : "") + "\nblock ::= \"<tool_call>\\n\" call \"\\n</tool_call>\"\n" + payload;
+            return std::string("root ::= block") + (parallel ? " (\"\\n\" block){0," + std::to_string(kMaxParallelCalls - 1) + "}" : "") +
+                   "\nblock ::= \"<tool_call>\\n\" call \"\\n</tool_call>\"\n" + payload;
         }
         case ToolSyntax::Llama3:
             // Llama 3.1's template teaches one call per reply.
@@ -172,13 +176,11 @@ std::string tool_call_gbnf(ToolSyntax syntax, const std::vector<Tool>& tools, bo
         case ToolSyntax::Granite: {
             // The marker is a control token in these vocabularies, which a grammar over text cannot
             // produce; the list alone parses the same.
-            ordered list = {{"type", "array"}, {"items", call}, {"minItems", 1}};
-            if (!parallel) list["maxItems"] = 1;
+            ordered list = {{"type", "array"}, {"items", call}, {"minItems", 1}, {"maxItems", parallel ? kMaxParallelCalls : 1}};
             return grammar::json_schema_to_gbnf(list);
         }
         case ToolSyntax::Generic: {
-            ordered list = {{"type", "array"}, {"items", call}, {"minItems", 1}};
-            if (!parallel) list["maxItems"] = 1;
+            ordered list = {{"type", "array"}, {"items", call}, {"minItems", 1}, {"maxItems", parallel ? kMaxParallelCalls : 1}};
             return grammar::json_schema_to_gbnf(ordered{{"type", "object"}, {"properties", {{"tool_calls", list}}}, {"required", {"tool_calls"}}});
         }
     }

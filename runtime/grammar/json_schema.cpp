@@ -19,11 +19,13 @@ using json = nlohmann::ordered_json;  // properties keep the order the schema de
 // bounds it, so a model cannot fill its budget with indentation.
 const char* const kPrimitives[][2] = {
     {"ws", R"(| " " | "\n" [ \t]{0,20})"},
-    {"char", R"([^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4}))"},
+    // \u escapes of surrogates are left out: a pair would be one character to a validator but two here.
+    {"char", R"([^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" ([0-9a-cA-CefEF] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2})))"},
     {"string", R"("\"" char* "\"")"},
     {"integral", R"("0" | [1-9] [0-9]{0,15})"},
     {"integer", R"("-"? integral)"},
-    {"number", R"("-"? integral ("." [0-9]{1,16})? ([eE] [-+]? [0-9]{1,16})?)"},
+    // Exponents of two digits keep every number finite as a double (1e999 is Infinity to JavaScript).
+    {"number", R"("-"? integral ("." [0-9]{1,16})? ([eE] [-+]? [0-9]{1,2})?)"},
     {"boolean", R"("true" | "false")"},
     {"null", R"("null")"},
     {"value", R"(object | array | string | number | boolean | null)"},
