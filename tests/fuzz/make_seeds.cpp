@@ -1,7 +1,7 @@
 // Writes each fuzz harness's starting corpus: small valid GGUF files; every reference chat template
 // with each of its conversations (../shared/chat-templates/cases.json) and a short template per
 // builtin and statement; and request bodies of each
-// endpoint, plain and with every field the server reads.
+// endpoint, plain and with every field the server reads; grammars and schemas for the grammar engine.
 //   fuzz_seeds OUT_DIR SHARED_DIR     writes OUT_DIR/gguf, OUT_DIR/jinja and OUT_DIR/request
 #include <cstdio>
 #include <filesystem>
@@ -113,6 +113,17 @@ bool request_seeds(const std::filesystem::path& dir) {
         R"({"model":"stories","input":"A sentence to embed.","encoding_format":"base64"})",
         R"({"model":"stories","input":["one","two",""],"encoding_format":"float"})",
         R"({"model":"other","messages":[]})",
+        R"({"model":"stories","messages":[{"role":"user","content":"Weather?"},{"role":"assistant","content":null,"tool_calls":[{"id":"a1","type":"function",)"
+        R"("function":{"name":"w","arguments":"{\"c\":1}"}}]},{"role":"tool","tool_call_id":"a1","content":"21"}],"tools":[{"type":"function",)"
+        R"("function":{"name":"w","parameters":{"type":"object","properties":{"c":{"type":"integer"}}}}}],"tool_choice":"required",)"
+        R"("parallel_tool_calls":false,"logprobs":true,"top_logprobs":3,"reasoning_effort":"low","chat_template_kwargs":{"enable_thinking":false}})",
+        R"({"model":"stories","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}],)"
+        R"("tool_choice":{"type":"function","function":{"name":"f"}}})",
+        R"({"model":"stories","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":)"
+        R"({"name":"s","schema":{"type":"array","items":{"type":"string","pattern":"^a+$"},"maxItems":2},"strict":true}}})",
+        R"({"model":"stories","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}})",
+        R"({"model":"stories","prompt":"x","grammar":"root ::= [a-z]+","logprobs":2})",
+        R"({"model":"stories","prompt":"x","json_schema":{"enum":[1,2]}})",
     };
     int n = 0;
     for (const char* body : bodies)
@@ -122,14 +133,36 @@ bool request_seeds(const std::filesystem::path& dir) {
 
 }  // namespace
 
+// GBNF grammars and JSON schemas of each kind the engine reads, each with a text to match.
+bool grammar_seeds(const std::filesystem::path& dir) {
+    const char* gbnf[][2] = {
+        {"root ::= (\"a\" | [b-d]+) \"!\"?", "bcd!"},
+        {"root ::= item (\",\" item){0,3}\nitem ::= [0-9]{1,3} | \"(\" root \")\"", "1,(2,33),4"},
+        {"root ::= [^\"\\\\]* [α-ω]{2} . # comment", "xyαβ€"},
+        {"root ::= \"\\x41\\u00e9\\U0001F600\" | \"\"", "A\xC3\xA9"},
+    };
+    const char* schemas[][2] = {
+        {R"({"type": "object", "properties": {"a": {"type": "string", "maxLength": 4}, "b": {"type": "integer", "minimum": -5, "maximum": 300}}, "required": ["a"]})", R"({"a": "xy", "b": 12})"},
+        {R"({"anyOf": [{"type": "array", "items": {"enum": [1, "x", null]}, "maxItems": 3}, {"const": {"k": true}}]})", R"([1, "x"])"},
+        {R"({"type": "string", "pattern": "^(ab|c[d-f]+)\d{2,3}$"})", R"("cde12")"},
+        {R"({"$defs": {"n": {"type": "object", "properties": {"next": {"anyOf": [{"$ref": "#/$defs/n"}, {"type": "null"}]}}}}, "$ref": "#/$defs/n"})", R"({"next": {"next": null}})"},
+        {R"({"type": "string", "format": "date-time"})", R"("2026-12-03T10:00:00Z")"},
+    };
+    int n = 0;
+    for (const auto& [g, text] : gbnf) n += write_text(dir / ("gbnf" + std::to_string(n)), std::string("g") + g + std::string(1, '\0') + text);
+    for (const auto& [s, text] : schemas) n += write_text(dir / ("schema" + std::to_string(n)), std::string("s") + s + std::string(1, '\0') + text);
+    return n == 9;
+}
+
 int main(int argc, char** argv) {
     if (argc != 3) {
         std::fprintf(stderr, "usage: fuzz_seeds OUT_DIR SHARED_DIR\n");
         return 2;
     }
     const std::filesystem::path out = argv[1], shared = argv[2];
-    for (const char* harness : {"gguf", "jinja", "request"}) std::filesystem::create_directories(out / harness);
-    if (!gguf_seeds(out / "gguf") || !jinja_seeds(out / "jinja", shared / "chat-templates/cases.json") || !builtin_seeds(out / "jinja") || !request_seeds(out / "request")) {
+    for (const char* harness : {"gguf", "jinja", "request", "grammar"}) std::filesystem::create_directories(out / harness);
+    if (!gguf_seeds(out / "gguf") || !jinja_seeds(out / "jinja", shared / "chat-templates/cases.json") || !builtin_seeds(out / "jinja") ||
+        !request_seeds(out / "request") || !grammar_seeds(out / "grammar")) {
         std::fprintf(stderr, "fuzz_seeds: could not write the seeds into %s\n", argv[1]);
         return 1;
     }
