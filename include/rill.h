@@ -145,6 +145,11 @@ typedef struct rill_generate_params {
     int32_t penalty_last_n;  /* default 64: how many recent tokens the penalties look at */
     const char* const* stop; /* stop strings; generation ends before the first one, which is not shown */
     size_t n_stop;
+    /* Constrained output (at most one of the two; NULL: free text). The text follows the grammar and
+     * ends, with RILL_FINISH_STOP, where the grammar allows nothing more. An invalid grammar or an
+     * unsupported schema keyword gives RILL_ERR_INVALID_ARGUMENT naming what is wrong. */
+    const char* grammar;     /* GBNF, llama.cpp's grammar format, start rule `root` */
+    const char* json_schema; /* a JSON Schema (as JSON text): the output is JSON that validates against it */
 } rill_generate_params;
 
 typedef struct rill_generate_result {

@@ -14,7 +14,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "runtime/grammar/grammar.h"
+#include "runtime/grammar/json_schema.h"
 #include "runtime/session/chat.h"
+#include "runtime/session/constrained.h"
 #include "runtime/session/completion.h"
 #include "runtime/base/error.h"
 #include "runtime/session/session.h"
@@ -28,6 +33,9 @@ struct rill_model {
     rill::Vocab vocab;
     std::string template_source;
     std::string name;
+    // The vocabulary's token trie for constrained output, built by the first generation that needs it.
+    std::once_flag trie_once;
+    std::shared_ptr<const rill::grammar::TokenTrie> trie;
     // A model is shared across threads, so each thread has its own last message.
     mutable std::mutex errors_mutex;
     mutable std::unordered_map<std::thread::id, std::string> errors;
@@ -345,6 +353,25 @@ RILL_EXPORT rill_status rill_generate(rill_session* session, const char* prompt,
         for (size_t i = 0; i < p.n_stop; ++i) {
             require(p.stop[i] != nullptr, "rill_generate: a stop string is NULL");
             settings.stops.emplace_back(p.stop[i]);
+        }
+        require(p.grammar == nullptr || p.json_schema == nullptr, "rill_generate: give grammar or json_schema, not both");
+        if (p.grammar != nullptr || p.json_schema != nullptr) {
+            std::string gbnf;
+            try {
+                if (p.json_schema != nullptr) {
+                    const auto schema = nlohmann::ordered_json::parse(p.json_schema, nullptr, false);
+                    require(!schema.is_discarded(), "rill_generate: json_schema is not valid JSON");
+                    gbnf = rill::grammar::json_schema_to_gbnf(schema);
+                } else {
+                    gbnf = p.grammar;
+                }
+                settings.grammar = std::make_shared<const rill::grammar::Grammar>(rill::grammar::parse_gbnf(gbnf));
+            } catch (const rill::Error& e) {
+                throw Failure{RILL_ERR_INVALID_ARGUMENT, std::string("rill_generate: ") + e.what()};  // names grammar or json_schema
+            }
+            rill_model& model = *session->model;
+            std::call_once(model.trie_once, [&] { model.trie = rill::build_vocab_trie(model.vocab); });
+            settings.token_trie = model.trie;
         }
         const std::string_view text = text_view(prompt, prompt_length);
         const auto tokens = text.empty() ? std::vector<int32_t>() : rill::tokenize(vocab, text, {.add_special = s.position() == 0, .parse_special = true});
