@@ -200,15 +200,12 @@ json template_tool_calls(const json& calls, const std::string& where) {
             !c["function"]["name"].is_string())
             throw bad_field(at, "'" + at + "' must be {\"id\", \"type\": \"function\", \"function\": {\"name\", \"arguments\"}}");
         json call = c;
-        json function = c["function"];  // a copy: inserting into an ordered object moves its members
+        json function = c["function"];
         if (function.contains("arguments") && function["arguments"].is_string()) {
             json parsed = json::parse(function["arguments"].get<std::string>(), nullptr, false);
             if (!parsed.is_discarded()) function["arguments"] = parsed;  // templates write arguments | tojson
         }
         call["function"] = function;
-        // Templates that read a call's fields directly (call.name) rather than call.function.name.
-        if (!call.contains("name")) call["name"] = function["name"];
-        if (!call.contains("arguments") && function.contains("arguments")) call["arguments"] = function["arguments"];
         out.push_back(std::move(call));
     }
     return out;

@@ -31,6 +31,7 @@ packages=(
   libcpp-httplib-dev      # rill serve's HTTP server (threaded, chunked responses for server-sent events)
   clang libclang-rt-14-dev libomp-14-dev  # the libFuzzer harnesses (scripts/fuzz.sh): clang, its sanitizer runtimes and its OpenMP
   ca-certificates         # npm fetches the tests' Node packages over HTTPS
+  python3-jinja2          # the reference renderer for chat templates with tools (tests/tool_templates_test.sh)
 )
 # The server tests drive rill serve with OpenAI's Node package; Debian's Node.js unless one is installed.
 command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
