@@ -273,5 +273,23 @@ expect_error 2 "bench --plot without --sweep" bench -m "$stories" --plot "$tmp/x
 [[ $(grep -c "<circle" "$tmp/ctx.svg" 2>/dev/null) -ge 3 ]] && grep -q "tg8 measured" "$tmp/ctx.svg" && grep -q "tg8 ceiling" "$tmp/ctx.svg" &&
   pass "bench --sweep ctx --plot writes an SVG with measured points and the ceiling" || fail "bench --plot: $(head -c 200 "$tmp/ctx.svg")"
 
+# Constrained output: a schema or grammar holds sampled text to it, and bad ones are one-line errors.
+echo '{"type": "object", "properties": {"name": {"enum": ["Lily", "Tom"]}, "age": {"type": "integer", "minimum": 1, "maximum": 9}}, "required": ["name", "age"]}' >"$tmp/person.json"
+"$rill" run -m "$stories" -p "Lily" -n 100 --seed 3 --json-schema "$tmp/person.json" 2>/dev/null >"$tmp/person.out"
+node -e '
+  const v = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+  process.exit(["Lily", "Tom"].includes(v.name) && Number.isInteger(v.age) && v.age >= 1 && v.age <= 9 && Object.keys(v).length === 2 ? 0 : 1);' "$tmp/person.out" &&
+  pass "run --json-schema prints JSON that validates" || fail "run --json-schema: $(head -c 300 "$tmp/person.out")"
+printf 'root ::= ("yes" | "no") "."\n' >"$tmp/yesno.gbnf"
+"$rill" run -m "$stories" -p "Is it" -n 20 --seed 1 --grammar "$tmp/yesno.gbnf" 2>/dev/null >"$tmp/yesno.out"
+grep -qxE '(yes|no)\.' "$tmp/yesno.out" && pass "run --grammar holds the text to a GBNF grammar" || fail "run --grammar: $(head -c 200 "$tmp/yesno.out")"
+printf 'root ::= item\n' >"$tmp/bad.gbnf"
+expect_error 1 "a grammar with an undefined rule" run -m "$stories" -p x --grammar "$tmp/bad.gbnf"
+grep -q "'item' is used but never defined" "$tmp/e" && pass "the grammar error names the rule" || fail "grammar error: $(cat "$tmp/e")"
+echo '{"type": "string", "format": "email"}' >"$tmp/email.json"
+expect_error 1 "a schema with an unsupported format" run -m "$stories" -p x --json-schema "$tmp/email.json"
+grep -q '"email" is not supported' "$tmp/e" && pass "the schema error names the format" || fail "schema error: $(cat "$tmp/e")"
+expect_error 2 "--grammar and --json-schema together" run -m "$stories" -p x --grammar "$tmp/yesno.gbnf" --json-schema "$tmp/person.json"
+
 echo "$passes passed, $failures failed"
 [[ $failures == 0 ]]

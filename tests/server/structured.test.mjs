@@ -458,6 +458,11 @@ test('at temperature 0 the top-1 of top_logprobs is the sampled token, and its l
     if (!e.token.includes('\uFFFD')) assert.deepEqual(e.bytes, [...Buffer.from(e.token, 'utf8')]);
     for (let i = 1; i < 5; i++) assert.ok(e.top_logprobs[i].logprob <= e.top_logprobs[i - 1].logprob);
   }
+  // Streamed, the chunks carry the same entries in order.
+  const streamed = [];
+  for await (const chunk of await openai.chat.completions.create({ model: 'llama-2-tiny-random', messages: ask(prompt), max_tokens: 6, temperature: 0,
+    logprobs: true, top_logprobs: 5, stream: true })) streamed.push(...(chunk.choices[0]?.logprobs?.content ?? []));
+  assert.deepEqual(streamed, entries);
   // The same numbers from rill eval, on a completion (no template): the prompt's ids, then greedy ones.
   const completion = await (await fetch(`${plain.url}/v1/completions`, {
     method: 'POST', body: JSON.stringify({ model: 'llama-2-tiny-random', prompt, max_tokens: 5, temperature: 0, logprobs: 5 }),
