@@ -388,6 +388,8 @@ Action add_serve(CLI::App& app) {
         "\nEndpoints: POST /v1/chat/completions, POST /v1/completions, POST /v1/embeddings, GET /v1/models, GET /health.\n"
         "Any OpenAI client works: point its base URL at http://HOST:PORT/v1 and use the model id printed at start.\n"
         "With --parallel N, up to N requests are decoded together, one batch per step; others wait their turn.\n"
+        "Structured output: response_format (json_object, json_schema), grammar (GBNF), tools with tool_choice,\n"
+        "reasoning_content for <think> templates, logprobs and top_logprobs, as OpenAI's API has them.\n"
         "Example: rill serve -m model.gguf --parallel 4 --api-key secret");
     flags->model.add_to(*cmd);
     flags->session.add_to(*cmd, "context length per request slot (default: the model's, at most 4096)");
