@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/base/utf8.h"
+
 namespace rill::grammar {
 
 struct CodeRange {
@@ -15,24 +17,6 @@ struct CodeRange {
 struct ByteRange {
     uint8_t lo, hi;
 };
-
-inline void append_utf8(std::string& out, uint32_t cp) {
-    if (cp < 0x80) {
-        out += char(cp);
-    } else if (cp < 0x800) {
-        out += char(0xC0 | (cp >> 6));
-        out += char(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-        out += char(0xE0 | (cp >> 12));
-        out += char(0x80 | ((cp >> 6) & 0x3F));
-        out += char(0x80 | (cp & 0x3F));
-    } else {
-        out += char(0xF0 | (cp >> 18));
-        out += char(0x80 | ((cp >> 12) & 0x3F));
-        out += char(0x80 | ((cp >> 6) & 0x3F));
-        out += char(0x80 | (cp & 0x3F));
-    }
-}
 
 // The code point at the start of `s`; length 0 if it is not well-formed UTF-8.
 inline uint32_t decode_utf8(std::string_view s, size_t& length) {

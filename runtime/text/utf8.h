@@ -5,6 +5,8 @@
 #include <string>
 #include <string_view>
 
+#include "runtime/base/utf8.h"
+
 namespace rill {
 
 // Length of the sequence a lead byte starts; a stray continuation or invalid byte counts as 1.
@@ -14,24 +16,6 @@ inline size_t utf8_sequence_length(uint8_t lead) {
     if ((lead & 0xf0) == 0xe0) return 3;
     if ((lead & 0xf8) == 0xf0) return 4;
     return 1;
-}
-
-inline void append_utf8(std::string& out, uint32_t cp) {
-    if (cp < 0x80) {
-        out += char(cp);
-    } else if (cp < 0x800) {
-        out += char(0xc0 | (cp >> 6));
-        out += char(0x80 | (cp & 0x3f));
-    } else if (cp < 0x10000) {
-        out += char(0xe0 | (cp >> 12));
-        out += char(0x80 | ((cp >> 6) & 0x3f));
-        out += char(0x80 | (cp & 0x3f));
-    } else {
-        out += char(0xf0 | (cp >> 18));
-        out += char(0x80 | ((cp >> 12) & 0x3f));
-        out += char(0x80 | ((cp >> 6) & 0x3f));
-        out += char(0x80 | (cp & 0x3f));
-    }
 }
 
 // Decodes the code point at s[i], advancing i; invalid bytes decode as themselves (one byte each).
