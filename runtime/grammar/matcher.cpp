@@ -103,21 +103,20 @@ uint32_t Matcher::step(uint32_t set, uint8_t byte) {
     return id;
 }
 
-bool Matcher::can_accept(std::string_view bytes) {
+uint32_t Matcher::after(std::string_view bytes) {
     uint32_t s = current_;
     for (const char b : bytes) {
         s = step(s, uint8_t(b));
-        if (s == kDead) return false;
+        if (s == kDead) return kDead;
     }
-    return true;
+    return s;
 }
 
+bool Matcher::can_accept(std::string_view bytes) { return after(bytes) != kDead; }
+
 bool Matcher::accept(std::string_view bytes) {
-    uint32_t s = current_;
-    for (const char b : bytes) {
-        s = step(s, uint8_t(b));
-        if (s == kDead) return false;
-    }
+    const uint32_t s = after(bytes);
+    if (s == kDead) return false;
     current_ = s;
     if (sets_.size() > kCompactSets || nodes_.size() > kCompactNodes) compact();
     return true;

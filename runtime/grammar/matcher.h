@@ -57,6 +57,7 @@ private:
     void settle(uint32_t stack, std::vector<uint32_t>& out);
     uint32_t intern(std::vector<uint32_t>& stacks);
     uint32_t step(uint32_t set, uint8_t byte);
+    uint32_t after(std::string_view bytes);  // the state past `bytes` from the current one, or kDead
     void compact();  // drops every cached state but the current one
 
     std::shared_ptr<const Grammar> grammar_;
