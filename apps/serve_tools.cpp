@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <random>
+#include <utility>
 
 #include "runtime/base/error.h"
 #include "runtime/grammar/json_schema.h"
@@ -263,21 +264,17 @@ void ChatOutputStream::drain(ChatOutput& out, bool final) {
         }
         if (!shown_content_) {
             // Before any content: blank lines after </think>, an opening <think>, or a bare JSON call.
-            const std::string_view rest = trim_left(pending_);
-            if (rest.empty()) {
-                if (final || !after_reasoning_) {
-                    if (!after_reasoning_) {
-                        // Leading spaces stay part of the content, but only once something follows.
-                        if (final) out.content += pending_, pending_.clear();
-                    } else {
-                        pending_.clear();
-                    }
-                }
+            const size_t blank = pending_.size() - trim_left(pending_).size();
+            if (blank == pending_.size()) {
+                // Only spaces so far: dropped after </think>; otherwise content, once nothing else can follow.
+                if (after_reasoning_) pending_.clear();
+                else if (final) out.content += std::exchange(pending_, {});
                 return;
             }
-            if (after_reasoning_) pending_.erase(0, pending_.size() - rest.size());
-            if (options_.reasoning && !in_reasoning_ && rest.substr(0, kThinkOpen.size()) == kThinkOpen) {
-                pending_.erase(0, pending_.size() - rest.size() + kThinkOpen.size());
+            if (after_reasoning_) pending_.erase(0, blank);
+            const std::string_view rest = std::string_view(pending_).substr(after_reasoning_ ? 0 : blank);
+            if (options_.reasoning && rest.substr(0, kThinkOpen.size()) == kThinkOpen) {
+                pending_.erase(0, size_t(rest.data() - pending_.data()) + kThinkOpen.size());
                 in_reasoning_ = true;
                 continue;
             }
