@@ -268,6 +268,7 @@ TEST_CASE("schema keywords a grammar cannot enforce are refused, naming the keyw
     CHECK_THAT(schema_error(json::parse(R"({"type": "teapot"})")), Catch::Contains("teapot"));
     CHECK_THAT(schema_error(json::parse(R"({"$ref": "https://example.com/x.json"})")), Catch::Contains("$ref"));
     CHECK_THAT(schema_error(json::parse(R"({"$ref": "#/nowhere"})")), Catch::Contains("#/nowhere"));
+    CHECK_THAT(schema_error(json::parse(R"({"anyOf": [{"$ref": "#"}, {"type": "null"}]})")), Catch::Contains("a '$ref' leads back"));
 }
 
 TEST_CASE("annotations are ignored and an empty schema is any JSON value", "[grammar][schema]") {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runtime/base/error.h"
+#include "runtime/grammar/grammar.h"
 #include "runtime/grammar/regex_to_gbnf.h"
 
 namespace rill::grammar {
@@ -428,7 +429,20 @@ std::string gbnf_literal(const std::string& bytes) {
     return out + "\"";
 }
 
-std::string json_schema_to_gbnf(const json& schema) { return Converter(schema).convert(); }
+std::string json_schema_to_gbnf(const json& schema) {
+    std::string gbnf = Converter(schema).convert();
+    // How a schema gives a grammar the parser refuses: something that can repeat without reading a
+    // character, a reference that leads back to itself ({"$ref": "#"} inside an anyOf) or a pattern
+    // such as (a*)*. Said in the schema's terms.
+    try {
+        parse_gbnf(gbnf);
+    } catch (const Error& e) {
+        if (std::string_view(e.what()).find("left-recursive") == std::string_view::npos) throw;
+        refuse("", "a '$ref' leads back to its own schema, or a 'pattern' repeats something that can be empty (as (a*)*), "
+                   "before any character is read; a grammar cannot follow that");
+    }
+    return gbnf;
+}
 
 std::string json_object_gbnf() { return json_schema_to_gbnf(json{{"type", "object"}}); }
 
