@@ -171,7 +171,8 @@ std::string output_gbnf(const json& body, std::string& field) {
     return gbnf;
 }
 
-// logprobs (chat: true/false, with top_logprobs up to 20; completions: a number up to 5... or 20 here).
+// logprobs: for chat true or false, with top_logprobs up to 20 alternatives; for completions the number of
+// alternatives itself (OpenAI allows 5, llama-server more; up to 20 here).
 void read_logprobs(const json& body, GenerationRequest& r, bool chat) {
     const auto it = body.find("logprobs");
     if (chat) {

@@ -4,44 +4,17 @@
 //   RILL_BIN=build/bin/rill RILL_SHARED=../shared node --test tests/server
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import net from 'node:net';
 import OpenAI from 'openai';
+import { startRill, stopRill } from './rill_server.mjs';
 
 const RILL = process.env.RILL_BIN;
 const MODEL = `${process.env.RILL_SHARED}/models/stories260K/stories260K.gguf`;
 const MODEL_ID = 'stories260K';
 const N_EMBD = 64;
 
-// Starts `rill serve` on a free port; resolves once it prints its address. Keeps its log.
-function startServer(extra = []) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(RILL, ['serve', '-m', MODEL, '--port', '0', '-t', '1', '--no-mmap', ...extra], { stdio: ['ignore', 'ignore', 'pipe'] });
-    const server = { child, log: '', url: null };
-    const timer = setTimeout(() => reject(new Error(`rill serve did not start:\n${server.log}`)), 60000);
-    child.stderr.on('data', (chunk) => {
-      server.log += chunk;
-      const m = /on (http:\/\/[\d.]+:\d+)/.exec(server.log);
-      if (m && !server.url) {
-        server.url = m[1];
-        clearTimeout(timer);
-        resolve(server);
-      }
-    });
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      if (!server.url) reject(new Error(`rill serve exited with ${code}:\n${server.log}`));
-    });
-  });
-}
-
-function stopServer(server) {
-  return new Promise((resolve) => {
-    if (server.child.exitCode !== null) return resolve(server.child.exitCode);
-    server.child.on('exit', (code) => resolve(code));
-    server.child.kill('SIGTERM');
-  });
-}
+const startServer = (extra = []) => startRill(RILL, ['-m', MODEL, '--port', '0', '-t', '1', '--no-mmap', ...extra]);
+const stopServer = stopRill;
 
 // On Node.js 18 (Debian 12's 18.20.4+dfsg-1~deb12u3) the openai package's own HTTP stack, node-fetch@2,
 // rejects complete keep-alive responses as "Premature close": it takes any 'data' listener left on the

@@ -6,11 +6,12 @@
 //   RILL_BIN=build/bin/rill RILL_SHARED=../shared RILL_ADD_TEMPLATE=build/bin/add_chat_template node --test tests/server
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
+import { startRill, stopRill } from './rill_server.mjs';
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
 
@@ -32,36 +33,8 @@ const FAMILIES = {
 const ajv = new Ajv({ strict: false, allErrors: true });
 addFormats(ajv);
 
-function startServer(model, extra = []) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(RILL, ['serve', '-m', model, '--port', '0', '-t', '1', '--no-mmap', '-c', '2048', ...extra], {
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    const server = { child, log: '', url: null };
-    const timer = setTimeout(() => reject(new Error(`rill serve did not start:\n${server.log}`)), 60000);
-    child.stderr.on('data', (chunk) => {
-      server.log += chunk;
-      const m = /on (http:\/\/[\d.]+:\d+)/.exec(server.log);
-      if (m && !server.url) {
-        server.url = m[1];
-        clearTimeout(timer);
-        resolve(server);
-      }
-    });
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      if (!server.url) reject(new Error(`rill serve exited with ${code}:\n${server.log}`));
-    });
-  });
-}
-
-function stopServer(server) {
-  return new Promise((resolve) => {
-    if (!server || server.child.exitCode !== null) return resolve();
-    server.child.on('exit', () => resolve());
-    server.child.kill('SIGTERM');
-  });
-}
+const startServer = (model, extra = []) => startRill(RILL, ['-m', model, '--port', '0', '-t', '1', '--no-mmap', '-c', '2048', ...extra]);
+const stopServer = stopRill;
 
 const client = (server) => new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'none', maxRetries: 0, timeout: 120000 });
 
