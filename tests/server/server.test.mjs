@@ -6,7 +6,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import OpenAI from 'openai';
-import { startRill, stopRill } from './rill_server.mjs';
+import { clientFetch, startRill, stopRill } from './rill_server.mjs';
 
 const RILL = process.env.RILL_BIN;
 const MODEL = `${process.env.RILL_SHARED}/models/stories260K/stories260K.gguf`;
@@ -16,14 +16,6 @@ const N_EMBD = 64;
 const startServer = (extra = []) => startRill(RILL, ['-m', MODEL, '--port', '0', '-t', '1', '--no-mmap', ...extra]);
 const stopServer = stopRill;
 
-// On Node.js 18 (Debian 12's 18.20.4+dfsg-1~deb12u3) the openai package's own HTTP stack, node-fetch@2,
-// rejects complete keep-alive responses as "Premature close": it takes any 'data' listener left on the
-// socket when a response closes as a sign of truncation, and that Debian release's fix for CVE-2026-48931
-// leaves the agent's own listener there (Node.js issue 63989). The bytes rill sends are the same on every
-// Node.js (the framing test below reads them raw), so there the client is given Node's built-in fetch,
-// which the package supports through its `fetch` option. From Node.js 20 the package's default is used.
-const NODE_MAJOR = Number(process.versions.node.split('.')[0]);
-const clientFetch = NODE_MAJOR < 20 ? { fetch: globalThis.fetch } : {};
 const client = (server, apiKey = 'none') =>
   new OpenAI({ baseURL: `${server.url}/v1`, apiKey, maxRetries: 0, timeout: 120000, ...clientFetch });
 

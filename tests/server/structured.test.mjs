@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
-import { startRill, stopRill } from './rill_server.mjs';
+import { clientFetch, startRill, stopRill } from './rill_server.mjs';
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
 
@@ -36,7 +36,8 @@ addFormats(ajv);
 const startServer = (model, extra = []) => startRill(RILL, ['-m', model, '--port', '0', '-t', '1', '--no-mmap', '-c', '2048', ...extra]);
 const stopServer = stopRill;
 
-const client = (server) => new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'none', maxRetries: 0, timeout: 120000 });
+// On Node.js 18 the client gets Node's built-in fetch (see rill_server.mjs).
+const client = (server) => new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'none', maxRetries: 0, timeout: 120000, ...clientFetch });
 
 // A seeded generator, so the 200 schemas are the same on every run.
 function mulberry32(seed) {
