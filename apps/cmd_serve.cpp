@@ -250,12 +250,7 @@ private:
                     continue;
                 }
                 serve::ChatOutput shown = stream.feed(piece);
-                if (finished) {
-                    serve::ChatOutput rest = stream.finish();
-                    shown.content += rest.content;
-                    shown.reasoning += rest.reasoning;
-                    shown.calls.insert(shown.calls.end(), rest.calls.begin(), rest.calls.end());
-                }
+                if (finished) serve::append(shown, stream.finish());
                 name_calls(shown, output.syntax);
                 called = called || !shown.calls.empty();
                 for (json& delta : serve::chat_deltas(shown, next_call))

@@ -307,11 +307,14 @@ void ChatOutputStream::drain(ChatOutput& out, bool final) {
 ChatOutput parse_chat_output(const OutputOptions& options, std::string_view text) {
     ChatOutputStream stream(options);
     ChatOutput all = stream.feed(text);
-    ChatOutput rest = stream.finish();
-    all.content += rest.content;
-    all.reasoning += rest.reasoning;
-    all.calls.insert(all.calls.end(), rest.calls.begin(), rest.calls.end());
+    append(all, stream.finish());
     return all;
+}
+
+void append(ChatOutput& out, const ChatOutput& more) {
+    out.content += more.content;
+    out.reasoning += more.reasoning;
+    out.calls.insert(out.calls.end(), more.calls.begin(), more.calls.end());
 }
 
 std::string new_call_id(ToolSyntax syntax) {

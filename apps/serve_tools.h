@@ -72,6 +72,9 @@ private:
     std::string call_;
 };
 
+// Appends what `more` shows to `out`: content and reasoning joined, calls in order.
+void append(ChatOutput& out, const ChatOutput& more);
+
 // The whole reply at once, as the stream would give it.
 ChatOutput parse_chat_output(const OutputOptions& options, std::string_view text);
 

@@ -13,13 +13,8 @@ namespace {
 ChatOutput byte_by_byte(const OutputOptions& options, const std::string& text) {
     ChatOutputStream stream(options);
     ChatOutput all;
-    auto add = [&](const ChatOutput& piece) {
-        all.content += piece.content;
-        all.reasoning += piece.reasoning;
-        all.calls.insert(all.calls.end(), piece.calls.begin(), piece.calls.end());
-    };
-    for (const char c : text) add(stream.feed(std::string(1, c)));
-    add(stream.finish());
+    for (const char c : text) append(all, stream.feed(std::string(1, c)));
+    append(all, stream.finish());
     return all;
 }
 

@@ -59,9 +59,8 @@ int32_t Completion::step(std::span<const float> logits, std::string& text) {
     const bool after_bos = previous_ == vocab_.bos && vocab_.bos >= 0;
     previous_ = token;
     if (settings_.top_logprobs >= 0) logprobs_.push_back(token_logprob(logits, token, settings_.top_logprobs));
-    const std::string piece = token_text(vocab_, token, after_bos);
-    if (constraint_) constraint_->accept(token, token_text(vocab_, token));
-    pending_ += utf8_.push(piece);
+    if (constraint_) constraint_->accept(token);
+    pending_ += utf8_.push(token_text(vocab_, token, after_bos));
     size_t first_stop = std::string::npos;
     for (const std::string& stop : settings_.stops) first_stop = std::min(first_stop, pending_.find(stop));
     if (first_stop != std::string::npos) {

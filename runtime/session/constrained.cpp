@@ -1,5 +1,6 @@
 #include "runtime/session/constrained.h"
 
+#include <bit>
 #include <limits>
 #include <string>
 
@@ -35,20 +36,27 @@ int32_t Constraint::sample(Sampler& sampler, std::span<const float> logits) {
     const bool accepting = matcher_.accepting();
     masked_.assign(logits.size(), -std::numeric_limits<float>::infinity());
     bool any = false;
-    for (size_t id = 0; id < logits.size(); ++id) {
-        const bool ok = vocab_.is_end_of_generation(int32_t(id)) ? accepting : id < trie_->n_vocab && mask.test(int32_t(id));
-        if (ok) {
+    // The allowed ids straight from the mask's set bits; end-of-generation tokens (never in the trie)
+    // only once the text is complete.
+    for (size_t w = 0; w < mask.words.size(); ++w)
+        for (uint64_t bits = mask.words[w]; bits != 0; bits &= bits - 1) {
+            const size_t id = w * 64 + size_t(std::countr_zero(bits));
+            if (id >= logits.size()) break;
             masked_[id] = logits[id];
             any = true;
         }
+    for (const int32_t id : vocab_.end_of_generation) {
+        if (id < 0 || size_t(id) >= logits.size()) continue;
+        masked_[size_t(id)] = accepting ? logits[size_t(id)] : -std::numeric_limits<float>::infinity();
+        any = any || accepting;
     }
     if (!any) throw Error("the grammar allows no token of this vocabulary here");
     return sampler.sample(masked_);
 }
 
-void Constraint::accept(int32_t token, std::string_view text) {
+void Constraint::accept(int32_t token) {
     if (vocab_.is_end_of_generation(token)) return;
-    if (!matcher_.accept(text)) throw Error("token " + std::to_string(token) + " does not fit the grammar");
+    if (!matcher_.accept(token_text(vocab_, token))) throw Error("token " + std::to_string(token) + " does not fit the grammar");
 }
 
 }  // namespace rill

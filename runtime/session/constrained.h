@@ -28,8 +28,8 @@ public:
     // min-p) the two draws together follow the distribution over the allowed tokens exactly, and the
     // mask is built only when the first draw misses. Throws an Error if the grammar allows nothing.
     int32_t sample(Sampler& sampler, std::span<const float> logits);
-    // Moves the grammar past a chosen token whose text is `text`.
-    void accept(int32_t token, std::string_view text);
+    // Moves the grammar past a chosen token (its text as the trie has it).
+    void accept(int32_t token);
     // Nothing more can follow: the stream should end here.
     bool finished() const { return matcher_.finished(); }
 

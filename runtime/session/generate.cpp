@@ -35,7 +35,7 @@ GenerationStats generate(Session& session, const Vocab& vocab, std::span<const i
             break;
         }
         const bool after_bos = previous == vocab.bos && vocab.bos >= 0;
-        if (constraint) constraint->accept(token, token_text(vocab, token));
+        if (constraint) constraint->accept(token);
         if (!on_token(token, text.push(token_text(vocab, token, after_bos)))) break;
         previous = token;
         if (constraint && constraint->finished()) {
