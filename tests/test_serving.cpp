@@ -65,6 +65,53 @@ TEST_CASE("decoding several sessions in one batch gives each the logits it gets 
     }
 }
 
+TEST_CASE("a prompt evaluated in pieces of any size alongside other streams ends as if evaluated one token at a time, bit for bit", "[serving]") {
+    for (const char* file : {"golden/synth-llama-A.Q4_K_M.gguf", "golden/synth-llama-A.F16.gguf", "arch/gemma3-A.gguf", "arch/qwen3moe-A.gguf"}) {
+        INFO(file);
+        const auto model = open_model(file);
+        SessionOptions o = options();
+        o.n_batch = 16;  // small, so a sliding-window ring wraps within the prompt
+        std::vector<int32_t> prompt;
+        for (int i = 0; i < 70; ++i) prompt.push_back(1 + (i * 37) % 300);
+        Session reference(*model, o);
+        for (const int32_t t : prompt) reference.eval(std::span<const int32_t>(&t, 1));
+        const std::vector<float> expected(reference.last_logits().begin(), reference.last_logits().end());
+
+        for (const size_t piece : {size_t(1), size_t(5), size_t(16)}) {
+            INFO("piece " << piece);
+            Session chunked(*model, o), other(*model, o);
+            const int32_t start[] = {1, 9};
+            other.eval(start);
+            int32_t other_next = 3;
+            for (size_t at = 0; at < prompt.size(); at += piece) {
+                const auto part = std::span<const int32_t>(prompt).subspan(at, std::min(piece, prompt.size() - at));
+                const BatchPiece pieces[] = {{&other, std::span<const int32_t>(&other_next, 1), true},
+                                             {&chunked, part, at + part.size() == prompt.size()}};
+                Session::eval_batch(pieces);
+                other_next = argmax(other.last_logits());
+                CHECK(chunked.last_logits().empty() == (at + part.size() < prompt.size()));
+            }
+            CHECK(chunked.position() == int(prompt.size()));
+            CHECK(same_bits(chunked.last_logits(), expected));
+        }
+    }
+}
+
+TEST_CASE("a batch piece longer than the micro-batch or past the context is an error", "[serving]") {
+    const auto model = open_model("golden/synth-llama-A.Q4_0.gguf");
+    SessionOptions o = options();
+    o.n_batch = 4;
+    Session a(*model, o);
+    const int32_t five[] = {1, 2, 3, 4, 5};
+    const BatchPiece long_piece[] = {{&a, five, true}};
+    CHECK_THROWS_WITH(Session::eval_batch(long_piece), Catch::Contains("longer than the session's micro-batch"));
+    o.n_ctx = 3;
+    Session small(*model, o);
+    const BatchPiece past[] = {{&small, std::span<const int32_t>(five, 4), true}};
+    CHECK_THROWS_WITH(Session::eval_batch(past), Catch::Contains("context overflow"));
+    CHECK(small.position() == 0);
+}
+
 TEST_CASE("a batch with a session twice, a full context or mismatched tokens is an error", "[serving]") {
     const auto model = open_model("golden/synth-llama-A.Q4_0.gguf");
     Session a(*model, options()), b(*model, options());

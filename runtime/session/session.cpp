@@ -112,15 +112,17 @@ void Session::forward_chunk(std::span<const int32_t> tokens, bool all_logits, fl
     const int n = int(tokens.size());
     places_.resize(size_t(n));
     for (int t = 0; t < n; ++t) places_[size_t(t)] = {&kv_, pos_ + t};
-    forward_layers(tokens, places_, true);
+    forward_layers(tokens, places_, true, n > 1 ? n_threads_batch_ : n_threads_);
     pos_ += n;
     high_water_ = std::max(high_water_, pos_);
     if (logits_out == nullptr) return;
-    project_logits(all_logits ? 0 : n - 1, n, logits_out);
+    logit_rows_.clear();
+    for (int t = all_logits ? 0 : n - 1; t < n; ++t) logit_rows_.push_back(t);
+    project_logits(logit_rows_, logits_out);
     has_logits_ = true;
 }
 
-void Session::forward_layers(std::span<const int32_t> tokens, std::span<const KvPlace> places, bool one_sequence) {
+void Session::forward_layers(std::span<const int32_t> tokens, std::span<const KvPlace> places, bool one_sequence, int n_threads) {
     const Hparams& hp = model_.hp;
     const Architecture& arch = *hp.family;
     const int n = int(tokens.size());
@@ -134,9 +136,7 @@ void Session::forward_layers(std::span<const int32_t> tokens, std::span<const Kv
         ~Restore() { value = saved; }
     } restore{scratch_.gemm_min_tokens, scratch_.gemm_min_tokens};
     if (!one_sequence) scratch_.gemm_min_tokens = std::numeric_limits<int>::max();
-    // A prompt is compute-bound and wants every core; a decode step (or several streams' steps) is
-    // bandwidth-bound and may saturate memory with fewer.
-    scratch_.n_threads = one_sequence && n > 1 ? n_threads_batch_ : n_threads_;
+    scratch_.n_threads = n_threads;
     const auto row = [](std::vector<float>& v, int t, int width) { return &v[size_t(t) * size_t(width)]; };
     for (int t = 0; t < n; ++t) {
         weight_row(model_.token_embd, tokens[size_t(t)], row(x_, t, E));
@@ -229,13 +229,12 @@ void Session::forward_layers(std::span<const int32_t> tokens, std::span<const Kv
     }
 }
 
-void Session::project_logits(int first, int n, float* out) {
+void Session::project_logits(std::span<const int> rows, float* out) {
     const Hparams& hp = model_.hp;
-    const int E = hp.n_embd;
-    for (int t = first; t < n; ++t)
-        rmsnorm(&x_[size_t(t) * E], model_.output_norm, &xn_[size_t(t - first) * E], E, hp.rms_eps);
-    matmul(model_.output, xn_.data(), out, n - first, scratch_);
-    const size_t count = size_t(n - first) * size_t(hp.n_vocab);
+    const int E = hp.n_embd, n = int(rows.size());
+    for (int i = 0; i < n; ++i) rmsnorm(&x_[size_t(rows[size_t(i)]) * E], model_.output_norm, &xn_[size_t(i) * E], E, hp.rms_eps);
+    matmul(model_.output, xn_.data(), out, n, scratch_);
+    const size_t count = size_t(n) * size_t(hp.n_vocab);
     if (hp.logit_scale != 1.0f)
         for (size_t i = 0; i < count; ++i) out[i] /= hp.logit_scale;
     if (hp.final_logit_softcap > 0) softcap(out, count, hp.final_logit_softcap);
@@ -246,32 +245,68 @@ std::span<const float> Session::eval_together(std::span<Session* const> sessions
     if (sessions.size() != tokens.size())
         throw Error("eval_together needs one token per session, got " + std::to_string(tokens.size()) + " tokens for " +
                     std::to_string(sessions.size()) + " sessions");
-    Session& lead = *sessions[0];
+    std::vector<BatchPiece> pieces;
+    pieces.reserve(sessions.size());
+    for (size_t i = 0; i < sessions.size(); ++i) pieces.push_back({sessions[i], tokens.subspan(i, 1), true});
+    return eval_batch(pieces);
+}
+
+std::span<const float> Session::eval_batch(std::span<const BatchPiece> pieces) {
+    if (pieces.empty()) throw Error("nothing to evaluate: no sessions");
+    Session& lead = *pieces[0].session;
     const Hparams& hp = lead.model_.hp;
-    const size_t n = sessions.size(), n_vocab = size_t(hp.n_vocab);
-    for (size_t i = 0; i < n; ++i) {
-        const Session& s = *sessions[i];
+    const size_t n_vocab = size_t(hp.n_vocab);
+    size_t rows = 0, wanted = 0;
+    bool prompt_work = false;
+    for (size_t i = 0; i < pieces.size(); ++i) {
+        const Session& s = *pieces[i].session;
+        const size_t n = pieces[i].tokens.size();
         if (&s.model_ != &lead.model_) throw Error("eval_together: the sessions use different models");
         if (s.kv_.type != lead.kv_.type) throw Error("eval_together: the sessions use different KV cache types");
         for (size_t j = 0; j < i; ++j)
-            if (sessions[j] == &s) throw Error("eval_together: a session appears twice in the batch");
-        if (s.pos_ >= s.n_ctx_)
-            throw Error("context overflow: session " + std::to_string(i) + " already holds " + std::to_string(s.pos_) +
-                        " tokens, its context size");
+            if (pieces[j].session == &s) throw Error("eval_together: a session appears twice in the batch");
+        if (n == 0) throw Error("nothing to evaluate: session " + std::to_string(i) + " has no tokens in the batch");
+        // A sliding-window ring holds its window plus one chunk; a longer piece would overwrite keys its first rows still need.
+        if (n > size_t(s.n_batch_))
+            throw Error("a batch piece of " + std::to_string(n) + " tokens is longer than the session's micro-batch " + std::to_string(s.n_batch_));
+        if (size_t(s.pos_) + n > size_t(s.n_ctx_))
+            throw Error("context overflow: session " + std::to_string(i) + " holds " + std::to_string(s.pos_) + " tokens; " +
+                        std::to_string(n) + " more exceed its context size " + std::to_string(s.n_ctx_));
+        check_token_ids(hp, pieces[i].tokens);
+        rows += n;
+        wanted += pieces[i].logits ? 1 : 0;
+        prompt_work = prompt_work || n > 1;
     }
-    check_token_ids(hp, tokens);
-    lead.places_.resize(n);
-    for (size_t i = 0; i < n; ++i) lead.places_[i] = {&sessions[i]->kv_, sessions[i]->pos_};
-    lead.forward_layers(tokens, lead.places_, n == 1);
-    lead.together_logits_.resize(n * n_vocab);
-    lead.project_logits(0, int(n), lead.together_logits_.data());
-    for (size_t i = 0; i < n; ++i) {
-        Session& s = *sessions[i];
-        ++s.pos_;
+    lead.places_.clear();
+    lead.batch_tokens_.clear();
+    lead.logit_rows_.clear();
+    for (const BatchPiece& p : pieces) {
+        for (size_t t = 0; t < p.tokens.size(); ++t) lead.places_.push_back({&p.session->kv_, p.session->pos_ + int(t)});
+        lead.batch_tokens_.insert(lead.batch_tokens_.end(), p.tokens.begin(), p.tokens.end());
+        if (p.logits) lead.logit_rows_.push_back(int(lead.batch_tokens_.size()) - 1);
+    }
+    // Every row on the decode kernels, the output projection too: a row's arithmetic must not depend
+    // on how many others share the pass.
+    struct Restore {
+        int& value;
+        int saved;
+        ~Restore() { value = saved; }
+    } restore{lead.scratch_.gemm_min_tokens, lead.scratch_.gemm_min_tokens};
+    lead.scratch_.gemm_min_tokens = std::numeric_limits<int>::max();
+    // A prompt is compute-bound and wants every core; decode steps are bandwidth-bound and may
+    // saturate memory with fewer.
+    lead.forward_layers(lead.batch_tokens_, lead.places_, rows == 1, prompt_work ? lead.n_threads_batch_ : lead.n_threads_);
+    lead.together_logits_.resize(wanted * n_vocab);
+    if (wanted > 0) lead.project_logits(lead.logit_rows_, lead.together_logits_.data());
+    size_t row = 0;
+    for (const BatchPiece& p : pieces) {
+        Session& s = *p.session;
+        s.pos_ += int(p.tokens.size());
         s.high_water_ = std::max(s.high_water_, s.pos_);
-        const float* row = &lead.together_logits_[i * n_vocab];
-        s.logits_.assign(row, row + n_vocab);
-        s.has_logits_ = true;
+        s.has_logits_ = p.logits;
+        if (!p.logits) continue;
+        const float* logits = &lead.together_logits_[row++ * n_vocab];
+        s.logits_.assign(logits, logits + n_vocab);
     }
     return lead.together_logits_;
 }
@@ -297,7 +332,7 @@ std::vector<float> Session::embed(std::span<const int32_t> tokens) {
         const int n = int(chunk.size());
         places_.resize(size_t(n));
         for (int t = 0; t < n; ++t) places_[size_t(t)] = {&kv_, pos_ + t};
-        forward_layers(chunk, places_, true);
+        forward_layers(chunk, places_, true, n > 1 ? n_threads_batch_ : n_threads_);
         pos_ += n;
         for (int t = 0; t < n; ++t) {
             rmsnorm(&x_[size_t(t) * E], model_.output_norm, &xn_[0], E, hp.rms_eps);

@@ -38,6 +38,16 @@ int kv_layer_slots(const Hparams& hp, int layer, int n_ctx, int n_batch);
 // gemm_scratch_bytes and the KV cache this is all a prompt adds to the weights.
 size_t batch_activation_bytes(const Hparams& hp, int n_batch);
 
+class Session;
+
+// One sequence's share of a mixed batch: `tokens` at the session's next positions (at most its
+// n_batch), and whether the last one's logits are wanted.
+struct BatchPiece {
+    Session* session;
+    std::span<const int32_t> tokens;
+    bool logits = true;
+};
+
 class Session {
 public:
     Session(const Model& model, const SessionOptions& options);
@@ -53,6 +63,14 @@ public:
     // what eval() would give that session alone, bit for bit: the rows take the decode kernels, whose
     // arithmetic per token does not depend on the batch.
     static std::span<const float> eval_together(std::span<Session* const> sessions, std::span<const int32_t> tokens);
+
+    // The general form: a piece of consecutive tokens for each session (a prompt chunk, or a decode
+    // step's one token) in one pass over the weights. Every row takes the decode kernels, so each
+    // session ends exactly as if it had evaluated its tokens one at a time alone: a prompt split into
+    // pieces of any size, in any company, gives the same keys, values and logits. A piece that asks for
+    // logits leaves its last token's in its session's last_logits(); the others leave none. Returns
+    // the logits rows in piece order.
+    static std::span<const float> eval_batch(std::span<const BatchPiece> pieces);
 
     // A sentence embedding: the final hidden states (after the output norm) of the tokens, averaged
     // and scaled to unit length. Evaluates from position 0 and leaves the session reset.
@@ -86,9 +104,10 @@ private:
     // Where a row of a batch goes: the cache that keeps its keys and values, and its position there.
     // Runs the layers over the rows; x_ holds their final hidden states afterwards. `one_sequence`:
     // the rows are consecutive positions of this session, which lets a long chunk use the GEMMs.
-    void forward_layers(std::span<const int32_t> tokens, std::span<const KvPlace> places, bool one_sequence);
-    // Output norm and the vocabulary projection of rows [first, n) into out.
-    void project_logits(int first, int n, float* out);
+    // `n_threads`: the team for the pass (prompt work may use more threads than a decode step).
+    void forward_layers(std::span<const int32_t> tokens, std::span<const KvPlace> places, bool one_sequence, int n_threads);
+    // Output norm and the vocabulary projection of the given rows into out, one row each.
+    void project_logits(std::span<const int> rows, float* out);
     void forward_chunk(std::span<const int32_t> tokens, bool all_logits, float* logits_out);
     void attention(int layer, int n_tokens, std::span<const KvPlace> places, bool one_sequence);
     void ensure_batch(int n_tokens);
@@ -111,6 +130,8 @@ private:
     std::vector<float> logits_;
     std::vector<float> together_logits_;  // eval_together's rows, when this session leads the batch
     std::vector<KvPlace> places_;
+    std::vector<int32_t> batch_tokens_;  // eval_batch's pieces joined
+    std::vector<int> logit_rows_;
     bool has_logits_ = false;
 };
 
