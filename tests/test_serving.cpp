@@ -130,6 +130,18 @@ TEST_CASE("a batch with a session twice, a full context or mismatched tokens is 
     CHECK(a.position() == 0);  // nothing was evaluated
 }
 
+TEST_CASE("a session truncated to all it holds keeps it all, and continues as if never truncated", "[serving]") {
+    const auto model = open_model("models/stories260K/stories260K.gguf");
+    const std::vector<int32_t> prompt = {1, 403, 407, 261, 378};
+    Session session(*model, options(1));
+    session.eval(prompt);
+    CHECK(session.truncate(int(prompt.size())) == int(prompt.size()));
+    CHECK(session.truncate(3) == 3);
+    const auto again = session.eval(std::span(prompt).subspan(3));
+    Session fresh(*model, options(1));
+    CHECK(same_bits(again, fresh.eval(prompt)));
+}
+
 TEST_CASE("an embedding has n_embd unit-norm values and is the same for the same text", "[serving]") {
     const auto model = open_model("models/stories260K/stories260K.gguf");
     Session session(*model, options());

@@ -445,8 +445,10 @@ void Session::load_state(std::span<const uint8_t> state) {
 int Session::truncate(int n) {
     pos_ = std::max(0, std::min(pos_, n));
     if (pos_ == 0) high_water_ = 0;
+    // A full layer holds every position below the high-water mark; a ring must still hold the window
+    // before pos_.
     for (int l = 0; l < model_.hp.n_layer && pos_ > 0; ++l)
-        if (!kv_.holds(l, std::max(0, pos_ - model_.hp.window(l)), high_water_)) pos_ = high_water_ = 0;
+        if (const int window = model_.hp.window(l); window > 0 && !kv_.holds(l, std::max(0, pos_ - window), high_water_)) pos_ = high_water_ = 0;
     return pos_;
 }
 
