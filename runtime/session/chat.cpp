@@ -44,10 +44,14 @@ std::string render_conversation(const std::string& template_source, const Vocab&
     for (const ChatMessage& m : messages) {
         if (m.role == "system") text += m.content + "\n\n";
         else if (m.role == "user") text += "User: " + m.content + "\n";
-        else text += "Assistant: " + m.content + "\n";
+        else text += fallback_assistant_turn(m.content);
     }
     if (add_generation_prompt) text += "Assistant:";
     return text;
+}
+
+std::string fallback_assistant_turn(const std::string& content) {
+    return "Assistant:" + std::string(content.empty() || content[0] == ' ' ? "" : " ") + content + "\n";
 }
 
 std::vector<std::string> fallback_chat_stops() { return {"\nUser:", "\nuser:"}; }

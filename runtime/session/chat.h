@@ -27,6 +27,10 @@ std::string render_conversation(const std::string& template_source, const Vocab&
                                 bool add_generation_prompt);
 // Where a reply in the plain transcript ends: the model starting the user's next turn.
 std::vector<std::string> fallback_chat_stops();
+// An assistant turn of the plain fallback transcript. The model writes its reply after "Assistant:"
+// with its own leading space, so a reply sent back as it came renders to the tokens it was generated
+// as (a server's next turn then reuses them from its cache) instead of gaining a second space.
+std::string fallback_assistant_turn(const std::string& content);
 
 struct ChatConfig {
     std::string template_source;  // tokenizer.chat_template; empty: the plain fallback format
