@@ -3,7 +3,10 @@
 #include <httplib.h>
 #include <signal.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -12,7 +15,9 @@
 
 #include "commands.h"
 #include "model_flags.h"
+#include "serve_extras.h"
 #include "serve_openai.h"
+#include "serve_slots.h"
 #include "serve_scheduler.h"
 #include "session_flags.h"
 #include "runtime/base/error.h"
@@ -35,11 +40,16 @@ struct ServeFlags {
     std::string alias;
     size_t max_body = size_t(1) << 20;
     bool verbose = false;
+    bool no_cache_prompt = false;
+    int prefill_chunk = 64;
+    int max_queue = 64;
+    std::string slot_save_path;
+    double drain_timeout = 30;
 };
 
 // What the log line of a request reports besides method, path and status.
 struct RequestStats {
-    int prompt_tokens = 0, completion_tokens = 0;
+    int prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
     double ttft_ms = -1, decode_ms = 0;
     bool disconnected = false;
 };
@@ -67,8 +77,8 @@ public:
         } else if (s.prompt_tokens > 0) {
             char buf[160];
             const double tps = s.completion_tokens > 1 && s.decode_ms > 0 ? (s.completion_tokens - 1) * 1000.0 / s.decode_ms : 0;
-            std::snprintf(buf, sizeof buf, " prompt=%d generated=%d ttft=%.0fms %.1f t/s", s.prompt_tokens, s.completion_tokens,
-                          s.ttft_ms, tps);
+            std::snprintf(buf, sizeof buf, " prompt=%d cached=%d generated=%d ttft=%.0fms %.1f t/s", s.prompt_tokens, s.cached_tokens,
+                          s.completion_tokens, s.ttft_ms, tps);
             line += buf;
         }
         if (s.disconnected) line += " client disconnected";
@@ -102,7 +112,10 @@ class Server {
 public:
     Server(const ServeFlags& flags, const Model& model, const Vocab& vocab, const SessionOptions& options, std::string id)
         : flags_(flags),
-          scheduler_(model, vocab, options, flags.parallel),
+          scheduler_(model, vocab, options,
+                     serve::SchedulerOptions{.n_slots = flags.parallel, .cache_prompt = !flags.no_cache_prompt,
+                                             .prefill_chunk = flags.prefill_chunk, .max_queue = flags.max_queue},
+                     metrics_),
           served_{model, vocab, std::move(id), model.file.get_string("tokenizer.chat_template").value_or(""), scheduler_.n_ctx(),
                   build_vocab_trie(vocab)} {}
 
@@ -140,8 +153,34 @@ public:
 
         http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
             const serve::SchedulerCounts c = scheduler_.counts();
-            send_json(res, 200, {{"status", "ok"}, {"slots_idle", c.slots - c.busy}, {"slots_processing", c.busy}, {"requests_queued", c.queued}});
+            // Draining, a load balancer's health check fails so it sends new requests elsewhere.
+            send_json(res, draining_ ? 503 : 200,
+                      {{"status", draining_ ? "draining" : "ok"}, {"slots_idle", c.slots - c.busy}, {"slots_processing", c.busy}, {"requests_queued", c.queued}});
         });
+        http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+            const serve::SchedulerCounts c = scheduler_.counts();
+            serve::MetricsGauges gauges{.slots = c.slots, .busy = c.busy, .queued = c.queued};
+            for (const serve::SlotInfo& slot : scheduler_.slots()) gauges.cached_tokens += uint64_t(slot.cached_tokens);
+            res.set_content(metrics_.render(gauges), "text/plain; version=0.0.4; charset=utf-8");
+        });
+        http.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
+            answer(res, [&] { return serve::tokenize_response(serve::parse_body(req.body), served_); });
+        });
+        http.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
+            answer(res, [&] { return serve::detokenize_response(serve::parse_body(req.body), served_); });
+        });
+        http.Post("/apply-template", [this](const httplib::Request& req, httplib::Response& res) {
+            answer(res, [&] { return json{{"prompt", serve::apply_template(serve::parse_body(req.body), served_)}}; });
+        });
+        http.Get("/props", [this](const httplib::Request&, httplib::Response& res) { send_json(res, 200, props()); });
+        http.Get("/slots", [this](const httplib::Request&, httplib::Response& res) {
+            json slots = json::array();
+            for (const serve::SlotInfo& s : scheduler_.slots())
+                slots.push_back({{"id", s.id}, {"n_ctx", served_.n_ctx}, {"is_processing", s.busy}, {"n_cached_tokens", s.cached_tokens},
+                                 {"n_prompt_tokens", s.prompt_tokens}, {"n_prompt_tokens_processed", s.prefilled}, {"n_decoded", s.generated}});
+            send_json(res, 200, slots);
+        });
+        http.Post(R"(/slots/(\d{1,6}))", [this](const httplib::Request& req, httplib::Response& res) { slot_action(req, res); });
         http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
             send_json(res, 200, {{"object", "list"}, {"data", json::array({model_json()})}});
         });
@@ -155,6 +194,18 @@ public:
     }
 
     int n_ctx() const { return served_.n_ctx; }
+    void drain() { draining_ = true; }
+    // Returns once no request is queued or running, after `seconds`, or when `stop` is set. A finished
+    // stream's last events are written by its connection thread after that; httplib's stop() waits
+    // for the handlers, so they are not cut off.
+    void wait_idle(double seconds, const std::atomic<bool>& stop) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+        for (;;) {
+            const serve::SchedulerCounts c = scheduler_.counts();
+            if ((c.busy == 0 && c.queued == 0) || stop || std::chrono::steady_clock::now() >= deadline) return;
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+    }
     serve::Scheduler& scheduler() { return scheduler_; }
 
 private:
@@ -176,8 +227,11 @@ private:
         auto job = std::make_shared<serve::Job>();
         job->prompt = std::move(parsed.prompt);
         job->settings = std::move(parsed.settings);
+        job->cache_prompt = parsed.cache_prompt;
         const int prompt_tokens = int(job->prompt.size());
-        scheduler_.submit(job);
+        if (draining_) return overloaded(res, "the server is shutting down and takes no new requests");
+        if (!scheduler_.submit(job))
+            return overloaded(res, "the server is busy: " + std::to_string(flags_.max_queue) + " requests are already waiting (--max-queue)");
         const std::string id = new_id(chat ? "chatcmpl-" : "cmpl-");
         const char* object = chat ? "chat.completion" : "text_completion";
         const serve::OutputOptions output = parsed.output;
@@ -201,7 +255,7 @@ private:
                 if (logprobs) choice["logprobs"] = serve::completion_logprobs(served_.vocab, entries, 0);
             }
             json body = serve::envelope(id, object, served_, choice);
-            body["usage"] = serve::usage_json(prompt_tokens, job->completion_tokens);
+            body["usage"] = usage(*job);
             return send_json(res, 200, body);
         }
 
@@ -269,7 +323,7 @@ private:
                 } else {
                     last = serve::envelope(id, chunk_object, served_, serve::completion_choice("", reason));
                 }
-                last["usage"] = serve::usage_json(prompt_tokens, job->completion_tokens);
+                last["usage"] = usage(*job);
                 send(last);
             }
             const std::string done = "data: [DONE]\n\n";
@@ -277,6 +331,82 @@ private:
             sink.done();
             return true;
         });
+    }
+
+    // A JSON answer from `make`, or its ApiError (a tokenizer or template failure is a 400).
+    template <typename Make>
+    static void answer(httplib::Response& res, Make make) {
+        try {
+            send_json(res, 200, make());
+        } catch (const ApiError& e) {
+            send_error(res, e);
+        } catch (const std::exception& e) {
+            send_error(res, ApiError{400, e.what()});
+        }
+    }
+
+    json props() const {
+        const serve::SchedulerOptions& o = scheduler_.options();
+        const Vocab& vocab = served_.vocab;
+        return {{"default_generation_settings", {{"n_ctx", served_.n_ctx}, {"model", served_.id}}},
+                {"total_slots", o.n_slots},
+                {"model_alias", served_.id},
+                {"model_path", flags_.model.path},
+                {"chat_template", served_.template_source},
+                {"bos_token", vocab.bos >= 0 ? vocab.tokens[size_t(vocab.bos)] : ""},
+                {"eos_token", vocab.eos >= 0 ? vocab.tokens[size_t(vocab.eos)] : ""},
+                {"n_vocab", served_.model.hp.n_vocab},
+                {"cache_prompt", o.cache_prompt},
+                {"prefill_chunk", o.prefill_chunk},
+                {"max_queue", o.max_queue},
+                {"slot_save_path", flags_.slot_save_path},
+                {"build_info", "rill"}};
+    }
+
+    // POST /slots/ID?action=save|restore|erase, as llama-server has it.
+    void slot_action(const httplib::Request& req, httplib::Response& res) {
+        const int id = std::stoi(req.matches[1]);
+        const std::string action = req.get_param_value("action");
+        try {
+            if (action != "save" && action != "restore" && action != "erase")
+                throw ApiError{400, "'action' must be save, restore or erase", "invalid_request_error", "", "action"};
+            std::string path;
+            if (action != "erase") {
+                if (flags_.slot_save_path.empty())
+                    throw ApiError{501, "this server saves no slots: start it with --slot-save-path DIR", "not_supported_error"};
+                path = flags_.slot_save_path + "/" + serve::slot_filename(serve::parse_body(req.body));
+            }
+            json result = {{"id_slot", id}};
+            const auto start = std::chrono::steady_clock::now();
+            scheduler_.with_idle_slot(id, [&](Session& session, std::vector<int32_t>& cached) {
+                if (action == "erase") {
+                    result["n_erased"] = cached.size();
+                    session.reset();
+                    cached.clear();
+                } else if (action == "save") {
+                    result["filename"] = path.substr(flags_.slot_save_path.size() + 1);
+                    result["n_saved"] = cached.size();
+                    result["n_written"] = serve::save_slot_file(path, cached, session);
+                } else {
+                    size_t read = 0;
+                    cached = serve::load_slot_file(path, session, read);
+                    result["filename"] = path.substr(flags_.slot_save_path.size() + 1);
+                    result["n_restored"] = cached.size();
+                    result["n_read"] = read;
+                }
+            }).get();
+            const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+            if (action != "erase") result["timings"] = {{action + "_ms", ms}};
+            send_json(res, 200, result);
+        } catch (const ApiError& e) {
+            send_error(res, e);
+        } catch (const serve::SlotBusy& e) {
+            send_error(res, ApiError{409, e.what(), "invalid_request_error", "slot_busy"});
+        } catch (const serve::NoSuchSlot& e) {
+            send_error(res, ApiError{404, e.what(), "invalid_request_error", "not_found"});
+        } catch (const std::exception& e) {
+            send_error(res, ApiError{400, e.what()});
+        }
     }
 
     // Calls the model wrote without an id get one.
@@ -310,10 +440,27 @@ private:
 
     static RequestStats stats(serve::Job& job, int prompt_tokens) {
         std::lock_guard lock(job.mutex);
-        return {prompt_tokens, job.completion_tokens, job.ttft_ms, job.decode_ms};
+        return {prompt_tokens, job.completion_tokens, job.cached_tokens, job.ttft_ms, job.decode_ms};
+    }
+
+    static json usage(serve::Job& job) {
+        std::lock_guard lock(job.mutex);
+        return serve::usage_json(int(job.prompt.size()), job.completion_tokens, job.cached_tokens);
+    }
+
+    // A 503 that tells the client when to come back: about the time the requests ahead of it need,
+    // from the mean request time so far.
+    void overloaded(httplib::Response& res, const std::string& why) {
+        metrics_.request_rejected();
+        const serve::SchedulerCounts c = scheduler_.counts();
+        const double wait = metrics_.mean_request_seconds() * double(c.queued + 1) / double(std::max(1, c.slots));
+        res.set_header("Retry-After", std::to_string(std::clamp(int(std::ceil(wait)), 1, 60)));
+        send_error(res, ApiError{503, why, "server_error", "server_busy"});
     }
 
     const ServeFlags& flags_;
+    serve::Metrics metrics_;  // before the scheduler, which feeds it
+    std::atomic<bool> draining_{false};
     serve::Scheduler scheduler_;
     serve::ServedModel served_;
     RequestLog log_;
@@ -361,14 +508,28 @@ int serve_main(const ServeFlags& f) {
         ok = http.listen_after_bind();
         server.scheduler().stop();
     });
-    std::thread stopper([&http, stop_signals] {
+    // The first SIGINT or SIGTERM drains: new requests get 503 (and /health says so, for a load
+    // balancer), those in flight finish within --drain-timeout; a second signal stops at once.
+    std::atomic<bool> stopping{false};
+    std::thread stopper([&] {
         int signal = 0;
         sigwait(&stop_signals, &signal);
-        std::fprintf(stderr, "rill serve: stopping\n");
-        http.stop();
+        if (stopping) return;
+        std::fprintf(stderr, "rill serve: draining (at most %.0f s; signal again to stop now)\n", f.drain_timeout);
+        std::fflush(stderr);
+        server.drain();
+        std::thread drainer([&] {
+            server.wait_idle(f.drain_timeout, stopping);
+            std::fprintf(stderr, "rill serve: stopping\n");
+            http.stop();
+        });
+        sigwait(&stop_signals, &signal);
+        stopping = true;
+        drainer.join();
     });
     server.scheduler().run();
     listener.join();
+    stopping = true;
     pthread_kill(stopper.native_handle(), SIGTERM);  // wakes the signal thread if the server ended on its own
     stopper.join();
     return ok ? 0 : 1;
@@ -380,9 +541,13 @@ Action add_serve(CLI::App& app) {
     auto flags = std::make_shared<ServeFlags>();
     CLI::App* cmd = app.add_subcommand("serve", "serve the model over HTTP with OpenAI's API (chat, completions, embeddings)");
     cmd->footer(
-        "\nEndpoints: POST /v1/chat/completions, POST /v1/completions, POST /v1/embeddings, GET /v1/models, GET /health.\n"
+        "\nEndpoints: POST /v1/chat/completions, POST /v1/completions, POST /v1/embeddings, GET /v1/models, GET /health;\n"
+        "llama-server's GET /metrics (Prometheus text), /props, /slots, POST /tokenize, /detokenize, /apply-template,\n"
+        "/slots/ID?action=save|restore|erase.\n"
         "Any OpenAI client works: point its base URL at http://HOST:PORT/v1 and use the model id printed at start.\n"
-        "With --parallel N, up to N requests are decoded together, one batch per step; others wait their turn.\n"
+        "With --parallel N, up to N requests are decoded together, one pass per step; up to --max-queue more wait.\n"
+        "A returning conversation reuses its slot's cached prefix (usage.prompt_tokens_details.cached_tokens says how much).\n"
+        "SIGTERM drains: no new requests, those in flight finish. Run several behind nginx: scripts/serve_cluster.sh.\n"
         "Structured output: response_format (json_object, json_schema), grammar (GBNF), tools with tool_choice,\n"
         "reasoning_content for <think> templates, logprobs and top_logprobs, as OpenAI's API has them.\n"
         "Example: rill serve -m model.gguf --parallel 4 --api-key secret");
@@ -395,6 +560,21 @@ Action add_serve(CLI::App& app) {
     cmd->add_option("--api-key", flags->api_key, "require 'Authorization: Bearer KEY' on every route but /health");
     cmd->add_option("--alias", flags->alias, "the model id clients use (default: the file name without .gguf)");
     cmd->add_option("--max-body", flags->max_body, "largest request body in bytes")->capture_default_str()->check(CLI::Range(size_t(1024), size_t(1) << 30));
+    cmd->add_flag("--no-cache-prompt", flags->no_cache_prompt,
+                  "evaluate every prompt whole; by default a request goes to the slot whose cached tokens share the longest "
+                  "prefix with it and evaluates only the rest");
+    cmd->add_option("--prefill-chunk", flags->prefill_chunk,
+                    "prompt tokens evaluated per step while other streams are generating: smaller keeps their token rate "
+                    "steadier while a long prompt arrives, larger gives that prompt its first token sooner")
+        ->capture_default_str()->check(CLI::Range(1, 1 << 16));
+    cmd->add_option("--max-queue", flags->max_queue,
+                    "requests that may wait for a free slot; beyond them the server answers 503 with Retry-After")
+        ->capture_default_str()->check(CLI::Range(0, 1 << 20));
+    cmd->add_option("--slot-save-path", flags->slot_save_path,
+                    "folder for POST /slots/ID?action=save|restore (off without it)")->check(CLI::ExistingDirectory);
+    cmd->add_option("--drain-timeout", flags->drain_timeout,
+                    "seconds SIGTERM waits for requests in flight to finish before the server exits")
+        ->capture_default_str()->check(CLI::Range(0.0, 86400.0));
     cmd->add_flag("-v,--verbose", flags->verbose, "log more about each request");
     return [flags] { return serve_main(*flags); };
 }

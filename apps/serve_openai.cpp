@@ -85,6 +85,7 @@ GenerationRequest common_settings(const json& body, const ServedModel& served) {
     // llama-server's extension, for benchmarks that need a fixed number of tokens.
     r.settings.ignore_eos = read_bool(body, "ignore_eos", r.settings.ignore_eos);
     r.stream = read_bool(body, "stream", r.stream);
+    r.cache_prompt = read_bool(body, "cache_prompt", r.cache_prompt);
     (void)served;
     return r;
 }
@@ -279,7 +280,7 @@ std::string fallback_transcript(const json& messages, const json& tools) {
         else if (role == "user") text += "User: " + content + "\n";
         else if (role == "tool") text += "Tool result: " + content + "\n";
         else if (m.contains("tool_calls")) text += "Assistant: " + json{{"tool_calls", m["tool_calls"]}}.dump() + "\n";
-        else text += "Assistant: " + content + "\n";
+        else text += fallback_assistant_turn(content);
     }
     return text + "Assistant:";
 }
@@ -318,9 +319,17 @@ void check_model(const json& body, const ServedModel& served) {
                        "invalid_request_error", "model_not_found", "model"};
 }
 
-GenerationRequest parse_chat_request(const json& body, const ServedModel& served) {
+namespace {
+
+// A chat request's conversation as the model reads it: the template's text and the tools offered.
+struct RenderedChat {
+    std::string text;
+    ToolRequest tools;
+    bool templated = false;  // false: the plain transcript for models without a template
+};
+
+RenderedChat render_chat(const json& body, const ServedModel& served) {
     if (!body.is_object()) throw bad_field("", "the request body must be a JSON object");
-    check_model(body, served);
     const auto it = body.find("messages");
     if (it == body.end() || !it->is_array() || it->empty()) throw bad_field("messages", "'messages' must be a non-empty array");
     json messages = json::array();
@@ -347,9 +356,48 @@ GenerationRequest parse_chat_request(const json& body, const ServedModel& served
         }
         messages.push_back(std::move(message));
     }
+    RenderedChat chat;
+    chat.tools = read_tools(body);
+    json kwargs = json::object();
+    if (const auto k = body.find("chat_template_kwargs"); k != body.end() && !k->is_null()) {
+        if (!k->is_object()) throw bad_field("chat_template_kwargs", "'chat_template_kwargs' must be an object");
+        kwargs = *k;
+    }
+    if (const auto e = body.find("reasoning_effort"); e != body.end() && !e->is_null()) {
+        if (!e->is_string()) throw bad_field("reasoning_effort", "'reasoning_effort' must be a string such as \"low\", \"medium\" or \"high\"");
+        if (!kwargs.contains("reasoning_effort")) kwargs["reasoning_effort"] = *e;
+    }
+    if (served.template_source.empty()) {
+        chat.text = fallback_transcript(messages, chat.tools.tools);
+        return chat;
+    }
+    ChatTemplateInput input;
+    input.messages = messages;
+    input.tools = chat.tools.tools;
+    input.add_generation_prompt = true;
+    input.bos_token = served.vocab.bos >= 0 ? served.vocab.tokens[size_t(served.vocab.bos)] : "";
+    input.eos_token = served.vocab.eos >= 0 ? served.vocab.tokens[size_t(served.vocab.eos)] : "";
+    input.extra = kwargs;
+    try {
+        chat.text = render_chat_template(served.template_source, input);
+    } catch (const Error& e) {
+        throw ApiError{400, std::string("the chat template cannot render these messages: ") + e.what(), "invalid_request_error", "", "messages"};
+    }
+    chat.templated = true;
+    return chat;
+}
+
+}  // namespace
+
+std::string apply_template(const json& body, const ServedModel& served) { return render_chat(body, served).text; }
+
+GenerationRequest parse_chat_request(const json& body, const ServedModel& served) {
+    if (!body.is_object()) throw bad_field("", "the request body must be a JSON object");
+    check_model(body, served);
+    const RenderedChat chat = render_chat(body, served);
+    const ToolRequest& tools = chat.tools;
     GenerationRequest r = common_settings(body, served);
     read_logprobs(body, r, true);
-    const ToolRequest tools = read_tools(body);
     std::string field;
     std::string gbnf = output_gbnf(body, field);
     const ToolSyntax syntax = served.template_source.empty() ? ToolSyntax::Generic : tool_syntax(served.template_source);
@@ -366,39 +414,13 @@ GenerationRequest parse_chat_request(const json& body, const ServedModel& served
         r.settings.grammar = compile_grammar(gbnf, field);
         r.settings.token_trie = served.token_trie;
     }
-
-    json kwargs = json::object();
-    if (const auto k = body.find("chat_template_kwargs"); k != body.end() && !k->is_null()) {
-        if (!k->is_object()) throw bad_field("chat_template_kwargs", "'chat_template_kwargs' must be an object");
-        kwargs = *k;
-    }
-    if (const auto e = body.find("reasoning_effort"); e != body.end() && !e->is_null()) {
-        if (!e->is_string()) throw bad_field("reasoning_effort", "'reasoning_effort' must be a string such as \"low\", \"medium\" or \"high\"");
-        if (!kwargs.contains("reasoning_effort")) kwargs["reasoning_effort"] = *e;
-    }
-    std::string text;
-    if (served.template_source.empty()) {
-        text = fallback_transcript(messages, tools.tools);
+    if (!chat.templated)
         for (const std::string& stop : fallback_chat_stops()) r.settings.stops.push_back(stop);
-    } else {
-        ChatTemplateInput input;
-        input.messages = messages;
-        input.tools = tools.tools;
-        input.add_generation_prompt = true;
-        input.bos_token = served.vocab.bos >= 0 ? served.vocab.tokens[size_t(served.vocab.bos)] : "";
-        input.eos_token = served.vocab.eos >= 0 ? served.vocab.tokens[size_t(served.vocab.eos)] : "";
-        input.extra = kwargs;
-        try {
-            text = render_chat_template(served.template_source, input);
-        } catch (const Error& e) {
-            throw ApiError{400, std::string("the chat template cannot render these messages: ") + e.what(), "invalid_request_error", "", "messages"};
-        }
-    }
-    r.prompt = tokenize(served.vocab, text, {.add_special = true, .parse_special = !served.template_source.empty()});
+    r.prompt = tokenize(served.vocab, chat.text, {.add_special = true, .parse_special = chat.templated});
     r.output.tools = !tools.tools.is_null();
     r.output.syntax = syntax;
     r.output.reasoning = served.template_source.find("<think>") != std::string::npos;
-    r.output.starts_in_reasoning = r.output.reasoning && ends_in_think(text);
+    r.output.starts_in_reasoning = r.output.reasoning && ends_in_think(chat.text);
     fit_prompt(r, served, "messages");
     return r;
 }
@@ -454,8 +476,11 @@ std::vector<std::vector<int32_t>> parse_embedding_inputs(const json& body, const
     return out;
 }
 
-json usage_json(int prompt_tokens, int completion_tokens) {
-    return {{"prompt_tokens", prompt_tokens}, {"completion_tokens", completion_tokens}, {"total_tokens", prompt_tokens + completion_tokens}};
+json usage_json(int prompt_tokens, int completion_tokens, int cached_tokens) {
+    return {{"prompt_tokens", prompt_tokens},
+            {"completion_tokens", completion_tokens},
+            {"total_tokens", prompt_tokens + completion_tokens},
+            {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}}};
 }
 
 json chat_message(const ChatOutput& output) {

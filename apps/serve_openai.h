@@ -46,6 +46,7 @@ struct GenerationRequest {
     CompletionSettings settings;  // a grammar from response_format, grammar, json_schema or a forced tool call
     bool stream = false;
     bool logprobs = false;  // settings.top_logprobs says how many alternatives
+    bool cache_prompt = true;  // llama-server's field: false evaluates the whole prompt, reusing nothing
     OutputOptions output;   // chat: how the reply splits into content, reasoning and tool calls
 };
 
@@ -55,6 +56,9 @@ nlohmann::ordered_json parse_body(const std::string& body);
 // Parse /v1/chat/completions and /v1/completions bodies. Throw ApiError naming the bad field, an
 // unknown model (404), or a prompt the context cannot hold.
 GenerationRequest parse_chat_request(const nlohmann::ordered_json& body, const ServedModel& served);
+// The prompt text a chat request's messages (and tools, template kwargs) render to, as
+// /v1/chat/completions would evaluate it: llama-server's /apply-template.
+std::string apply_template(const nlohmann::ordered_json& body, const ServedModel& served);
 GenerationRequest parse_completion_request(const nlohmann::ordered_json& body, const ServedModel& served);
 
 // /v1/embeddings: the inputs as token lists (a string or an array of strings).
@@ -63,7 +67,8 @@ std::vector<std::vector<int32_t>> parse_embedding_inputs(const nlohmann::ordered
 // The model named in a request: must be the one served.
 void check_model(const nlohmann::ordered_json& body, const ServedModel& served);
 
-nlohmann::ordered_json usage_json(int prompt_tokens, int completion_tokens);
+// OpenAI's usage object; cached_tokens: prompt tokens whose keys and values came from a slot's cache.
+nlohmann::ordered_json usage_json(int prompt_tokens, int completion_tokens, int cached_tokens);
 // A reply's message: content (null when only calls), reasoning_content when there was reasoning,
 // tool_calls when there were calls.
 nlohmann::ordered_json chat_message(const ChatOutput& output);

@@ -7,8 +7,15 @@
 namespace rill::serve {
 namespace {
 
-double ms_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
-    return std::chrono::duration<double, std::milli>(b - a).count();
+using Clock = std::chrono::steady_clock;
+
+double ms_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
+
+size_t common_prefix(std::span<const int32_t> a, std::span<const int32_t> b) {
+    const size_t n = std::min(a.size(), b.size());
+    size_t i = 0;
+    while (i < n && a[i] == b[i]) ++i;
+    return i;
 }
 
 }  // namespace
@@ -30,16 +37,20 @@ std::string Job::wait_all(std::vector<TokenLogprob>* taken) {
     return std::move(text);
 }
 
-Scheduler::Scheduler(const Model& model, const Vocab& vocab, const SessionOptions& options, int n_slots)
-    : model_(model), vocab_(vocab) {
-    if (n_slots < 1) throw Error("the server needs at least one slot (--parallel)");
-    for (int i = 0; i < n_slots; ++i) {
+Scheduler::Scheduler(const Model& model, const Vocab& vocab, const SessionOptions& session, const SchedulerOptions& options, Metrics& metrics)
+    : model_(model), vocab_(vocab), options_(options), metrics_(metrics) {
+    if (options.n_slots < 1) throw Error("the server needs at least one slot (--parallel)");
+    if (options.prefill_chunk < 1) throw Error("--prefill-chunk must be at least 1 token");
+    for (int i = 0; i < options.n_slots; ++i) {
         Slot slot;
-        slot.session = std::make_unique<Session>(model, options);
+        slot.id = i;
+        slot.session = std::make_unique<Session>(model, session);
         slots_.push_back(std::move(slot));
+        info_.push_back(SlotInfo{.id = i});
     }
     n_ctx_ = slots_[0].session->n_ctx();
-    embed_session_ = std::make_unique<Session>(model, options);
+    n_batch_ = std::max(1, session.n_batch);
+    embed_session_ = std::make_unique<Session>(model, session);
 }
 
 void Scheduler::stop() {
@@ -51,18 +62,40 @@ void Scheduler::stop() {
 }
 
 std::future<std::vector<float>> Scheduler::embed(std::vector<int32_t> tokens) {
-    std::packaged_task<std::vector<float>()> task([this, tokens = std::move(tokens)] { return embed_session_->embed(tokens); });
-    auto result = task.get_future();
+    auto task = std::make_shared<std::packaged_task<std::vector<float>()>>([this, tokens = std::move(tokens)] { return embed_session_->embed(tokens); });
+    auto result = task->get_future();
     {
         std::lock_guard lock(mutex_);
-        embeddings_.push_back(std::move(task));
+        tasks_.push_back([task] { (*task)(); });
+    }
+    wake_.notify_all();
+    return result;
+}
+
+std::future<void> Scheduler::with_idle_slot(int id, std::function<void(Session&, std::vector<int32_t>&)> action) {
+    auto task = std::make_shared<std::packaged_task<void()>>([this, id, action = std::move(action)] {
+        if (id < 0 || id >= int(slots_.size()))
+            throw NoSuchSlot("there is no slot " + std::to_string(id) + " (the server has " + std::to_string(slots_.size()) + ")");
+        Slot& slot = slots_[size_t(id)];
+        if (slot.job) throw SlotBusy("slot " + std::to_string(id) + " is serving a request");
+        action(*slot.session, slot.cached);
+        if (size_t(slot.session->position()) != slot.cached.size()) {  // an action must leave them in step
+            slot.session->reset();
+            slot.cached.clear();
+        }
+        update_info(slot);
+    });
+    auto result = task->get_future();
+    {
+        std::lock_guard lock(mutex_);
+        tasks_.push_back([task] { (*task)(); });
     }
     wake_.notify_all();
     return result;
 }
 
 Scheduler::~Scheduler() {
-    for (auto& task : embeddings_) task();  // nothing may wait forever on a future
+    for (auto& task : tasks_) task();  // nothing may wait forever on a future
     for (Slot& slot : slots_)
         if (slot.job) finish(slot, FinishReason::Cancelled);
     for (const auto& job : queue_) {
@@ -73,17 +106,35 @@ Scheduler::~Scheduler() {
     }
 }
 
-void Scheduler::submit(std::shared_ptr<Job> job) {
+bool Scheduler::submit(std::shared_ptr<Job> job) {
     {
         std::lock_guard lock(mutex_);
+        if (int(queue_.size()) >= options_.max_queue) return false;
         queue_.push_back(std::move(job));
     }
     wake_.notify_all();
+    return true;
 }
 
 SchedulerCounts Scheduler::counts() const {
     std::lock_guard lock(mutex_);
     return {int(slots_.size()), busy_, int(queue_.size())};
+}
+
+std::vector<SlotInfo> Scheduler::slots() const {
+    std::lock_guard lock(mutex_);
+    return info_;
+}
+
+void Scheduler::update_info(const Slot& slot) {
+    SlotInfo info{.id = slot.id, .busy = bool(slot.job), .cached_tokens = int(slot.cached.size())};
+    if (slot.job) {
+        info.prompt_tokens = int(slot.job->prompt.size());
+        info.prefilled = int(slot.prefilled);
+        info.generated = slot.completion ? slot.completion->generated() : 0;
+    }
+    std::lock_guard lock(mutex_);
+    info_[size_t(slot.id)] = info;
 }
 
 void Scheduler::publish(Slot& slot, const std::string& piece) {
@@ -101,6 +152,7 @@ void Scheduler::finish(Slot& slot, FinishReason reason, const std::string& error
     std::string rest;
     if (slot.completion) slot.completion->finish(reason, rest);
     Job& job = *slot.job;
+    const auto now = Clock::now();
     {
         std::lock_guard lock(job.mutex);
         job.text += rest;
@@ -112,105 +164,163 @@ void Scheduler::finish(Slot& slot, FinishReason reason, const std::string& error
         job.reason = slot.completion ? slot.completion->reason() : reason;
         job.error = !error.empty() || !slot.completion ? error : slot.completion->error();
         job.completion_tokens = slot.completion ? slot.completion->generated() : 0;
-        if (slot.completion && slot.completion->generated() > 0)
-            job.decode_ms = ms_between(slot.first_token, std::chrono::steady_clock::now());
+        if (slot.completion && slot.completion->generated() > 0) job.decode_ms = ms_between(slot.first_token, now);
         job.changed.notify_all();
     }
+    metrics_.request_finished(int(job.prompt.size()), job.cached_tokens, job.completion_tokens);
+    metrics_.request_seconds(ms_between(job.submitted, now) / 1000.0);
     slot.job.reset();
     slot.completion.reset();
     slot.next = -1;
+    slot.prefilled = 0;
     slot.logprobs_published = 0;
+    update_info(slot);
     std::lock_guard lock(mutex_);
     --busy_;
 }
 
-void Scheduler::start(Slot& slot) {
+// The free slot whose cached tokens share the longest prefix with the job's prompt; among equals
+// (no reuse at all, most often), the one used least recently, so recent conversations stay cached.
+// A prefix counts only where it is at least half the prompt or all the slot holds: a few shared
+// tokens (a BOS, a template's header) are not worth evicting another conversation for.
+Scheduler::Slot* Scheduler::choose_slot(const Job& job) {
+    Slot* best = nullptr;
+    size_t best_prefix = 0;
+    for (Slot& slot : slots_) {
+        if (slot.job) continue;
+        size_t prefix = options_.cache_prompt && job.cache_prompt ? common_prefix(slot.cached, job.prompt) : 0;
+        if (2 * prefix < job.prompt.size() && prefix < slot.cached.size()) prefix = 0;
+        if (!best || prefix > best_prefix || (prefix == best_prefix && slot.last_used < best->last_used)) {
+            best = &slot;
+            best_prefix = prefix;
+        }
+    }
+    return best;
+}
+
+void Scheduler::begin(Slot& slot) {
     Job& job = *slot.job;
     Session& session = *slot.session;
-    session.reset();
-    if (job.prompt.empty() || job.prompt.size() >= size_t(session.n_ctx()))
+    if (job.prompt.empty() || job.prompt.size() >= size_t(n_ctx_))
         return finish(slot, FinishReason::Length,
-                      "the prompt has " + std::to_string(job.prompt.size()) + " tokens; the context holds " + std::to_string(session.n_ctx()));
-    // The prompt in pieces, so a client that leaves during a long prompt frees the slot early.
-    constexpr size_t kPiece = 512;
-    std::span<const float> logits;
-    const std::span<const int32_t> prompt(job.prompt);
-    for (size_t at = 0; at < prompt.size(); at += kPiece) {
-        if (job.cancel) return finish(slot, FinishReason::Cancelled);
-        logits = session.eval(prompt.subspan(at, std::min(kPiece, prompt.size() - at)));
+                      "the prompt has " + std::to_string(job.prompt.size()) + " tokens; the context holds " + std::to_string(n_ctx_));
+    size_t keep = options_.cache_prompt && job.cache_prompt ? common_prefix(slot.cached, job.prompt) : 0;
+    keep = std::min(keep, job.prompt.size() - 1);  // the last prompt token is evaluated again: its logits start the reply
+    keep = size_t(session.truncate(int(keep)));     // a sliding-window ring may not hold what the prefix needs
+    slot.cached.resize(keep);
+    slot.prefilled = keep;
+    {
+        std::lock_guard lock(job.mutex);
+        job.cached_tokens = int(keep);
+        job.slot = slot.id;
     }
-    slot.completion.emplace(vocab_, job.settings, prompt);
+    update_info(slot);
+}
+
+void Scheduler::first_token(Slot& slot) {
+    Job& job = *slot.job;
+    slot.completion.emplace(vocab_, job.settings, job.prompt);
     std::string piece;
-    slot.next = slot.completion->step(logits, piece);
-    slot.first_token = std::chrono::steady_clock::now();
+    slot.next = slot.completion->step(slot.session->last_logits(), piece);
+    slot.first_token = slot.last_token = Clock::now();
     {
         std::lock_guard lock(job.mutex);
         job.ttft_ms = ms_between(job.submitted, slot.first_token);
     }
+    metrics_.first_token(job.ttft_ms / 1000.0);
     publish(slot, piece);
     if (slot.completion->done()) finish(slot, slot.completion->reason());
 }
 
-void Scheduler::run() {
-    std::vector<Session*> batch;
-    std::vector<int32_t> tokens;
+void Scheduler::step() {
+    std::vector<BatchPiece> pieces;
     std::vector<Slot*> members;
-    for (;;) {
-        std::vector<Slot*> starting;
-        std::deque<std::packaged_task<std::vector<float>()>> embeddings;
-        {
-            std::unique_lock lock(mutex_);
-            wake_.wait(lock, [&] { return stopping_ || busy_ > 0 || !queue_.empty() || !embeddings_.empty(); });
-            if (stopping_) return;
-            embeddings.swap(embeddings_);
-            for (Slot& slot : slots_) {
-                if (slot.job || queue_.empty()) continue;
-                slot.job = std::move(queue_.front());
-                queue_.pop_front();
-                ++busy_;
-                starting.push_back(&slot);
-            }
-        }
-        for (auto& task : embeddings) task();  // a throw is kept in the future
-        for (Slot* slot : starting) {
-            try {
-                start(*slot);
-            } catch (const std::exception& e) {
-                finish(*slot, FinishReason::Stop, e.what());
-            }
-        }
-
-        batch.clear();
-        tokens.clear();
-        members.clear();
-        for (Slot& slot : slots_) {
-            if (!slot.job || slot.next < 0) continue;
-            if (slot.job->cancel) {
-                finish(slot, FinishReason::Cancelled);
-                continue;
-            }
-            if (slot.session->position() >= slot.session->n_ctx()) {
-                finish(slot, FinishReason::Length);
-                continue;
-            }
-            batch.push_back(slot.session.get());
-            tokens.push_back(slot.next);
-            members.push_back(&slot);
-        }
-        if (batch.empty()) continue;
-        try {
-            Session::eval_together(batch, tokens);
-        } catch (const std::exception& e) {
-            for (Slot* slot : members) finish(*slot, FinishReason::Stop, e.what());
+    std::vector<Slot*> reading;  // slots still reading their prompts, oldest request first
+    for (Slot& slot : slots_) {
+        if (!slot.job) continue;
+        if (slot.job->cancel) {
+            finish(slot, FinishReason::Cancelled);
             continue;
         }
-        std::string piece;
-        for (Slot* slot : members) {
-            piece.clear();
-            slot->next = slot->completion->step(slot->session->last_logits(), piece);
-            publish(*slot, piece);
-            if (slot->completion->done()) finish(*slot, slot->completion->reason());
+        if (!slot.completion) {
+            reading.push_back(&slot);
+            continue;
         }
+        if (slot.session->position() >= n_ctx_) {
+            finish(slot, FinishReason::Length);
+            continue;
+        }
+        pieces.push_back({slot.session.get(), std::span<const int32_t>(&slot.next, 1), true});
+        members.push_back(&slot);
+    }
+    std::sort(reading.begin(), reading.end(), [](const Slot* a, const Slot* b) { return a->job->submitted < b->job->submitted; });
+    // While streams are generating, a pass takes only --prefill-chunk prompt tokens, which bounds how
+    // much a long prompt delays their next token; with none generating, prompts go at full pieces.
+    size_t budget = pieces.empty() ? size_t(n_batch_) : size_t(options_.prefill_chunk);
+    const size_t decoding = members.size();
+    for (Slot* slot : reading) {
+        if (budget == 0) break;
+        const std::span<const int32_t> prompt(slot->job->prompt);
+        const size_t n = std::min({budget, prompt.size() - slot->prefilled, size_t(n_batch_)});
+        pieces.push_back({slot->session.get(), prompt.subspan(slot->prefilled, n), slot->prefilled + n == prompt.size()});
+        members.push_back(slot);
+        budget -= n;
+    }
+    if (pieces.empty()) return;
+    try {
+        Session::eval_batch(pieces);
+    } catch (const std::exception& e) {
+        for (Slot* slot : members) {
+            slot->session->reset();  // its cache no longer matches its tokens
+            slot->cached.clear();
+            finish(*slot, FinishReason::Stop, e.what());
+        }
+        return;
+    }
+    const auto now = Clock::now();
+    std::string piece;
+    for (size_t i = 0; i < members.size(); ++i) {
+        Slot& slot = *members[i];
+        slot.cached.insert(slot.cached.end(), pieces[i].tokens.begin(), pieces[i].tokens.end());
+        if (i >= decoding) {
+            slot.prefilled += pieces[i].tokens.size();
+            metrics_.prompt_evaluated(int(pieces[i].tokens.size()));
+            if (slot.prefilled == slot.job->prompt.size()) first_token(slot);
+            else update_info(slot);
+            continue;
+        }
+        metrics_.inter_token(ms_between(slot.last_token, now) / 1000.0);
+        slot.last_token = now;
+        piece.clear();
+        slot.next = slot.completion->step(slot.session->last_logits(), piece);
+        publish(slot, piece);
+        if (slot.completion->done()) finish(slot, slot.completion->reason());
+        else update_info(slot);
+    }
+}
+
+void Scheduler::run() {
+    for (;;) {
+        std::vector<Slot*> starting;
+        std::deque<std::function<void()>> tasks;
+        {
+            std::unique_lock lock(mutex_);
+            wake_.wait(lock, [&] { return stopping_ || busy_ > 0 || !queue_.empty() || !tasks_.empty(); });
+            if (stopping_) return;
+            tasks.swap(tasks_);
+            while (!queue_.empty()) {
+                Slot* slot = choose_slot(*queue_.front());
+                if (!slot) break;
+                slot->job = std::move(queue_.front());
+                slot->last_used = ++admissions_;
+                queue_.pop_front();
+                ++busy_;
+                starting.push_back(slot);
+            }
+        }
+        for (auto& task : tasks) task();  // a throw is kept in the task's future
+        for (Slot* slot : starting) begin(*slot);
+        step();
     }
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ctest's entry to the server tests: installs OpenAI's Node package from the lock file if needed,
-# then runs server.test.mjs against the given rill binary.
+# then runs the server tests against the given rill binary.
 #   tests/server/run.sh RILL_BINARY SHARED_DIR ADD_CHAT_TEMPLATE_BINARY
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -9,8 +9,8 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   [[ -n ${CI:-} ]] && exit 1
   exit 77
 fi
-if [[ ! -f $here/node_modules/openai/package.json ]]; then
+if [[ ! -f $here/node_modules/openai/package.json || ! -f $here/node_modules/parse-prometheus-text-format/package.json ]]; then
   (cd "$here" && npm ci --no-audit --no-fund --loglevel=error)
 fi
 cd "$here"
-RILL_BIN=$1 RILL_SHARED=$2 RILL_ADD_TEMPLATE=$3 exec node --test --test-concurrency=1 --test-reporter=spec server.test.mjs structured.test.mjs
+RILL_BIN=$1 RILL_SHARED=$2 RILL_ADD_TEMPLATE=$3 exec node --test --test-concurrency=1 --test-reporter=spec server.test.mjs structured.test.mjs serving.test.mjs

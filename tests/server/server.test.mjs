@@ -93,7 +93,10 @@ test('a streamed greedy chat joins to exactly the non-streamed text', async () =
   assert.ok(chunks > 2, 'the reply arrives in several chunks');
   assert.equal(streamed.text, whole.choices[0].message.content);
   assert.equal(streamed.finish, whole.choices[0].finish_reason);
-  assert.deepEqual(streamed.usage, whole.usage);
+  const counts = ({ prompt_tokens, completion_tokens, total_tokens }) => ({ prompt_tokens, completion_tokens, total_tokens });
+  assert.deepEqual(counts(streamed.usage), counts(whole.usage));
+  // The same conversation again reuses all of its prompt but the last token from the slot's cache.
+  assert.equal(streamed.usage.prompt_tokens_details.cached_tokens, whole.usage.prompt_tokens - 1);
 });
 
 // Two requests written on one connection, read back as raw bytes: each response is a chunked event
@@ -287,7 +290,7 @@ test('eight concurrent streams each get the text they get alone', async () => {
   for (const p of prompts) alone.push((await openai.chat.completions.create({ ...greedy, messages: p, max_tokens: 80 })).choices[0].message.content);
   const together = await Promise.all(prompts.map((p) => streamedText(openai, p, 80)));
   together.forEach((r, i) => assert.equal(r.text, alone[i], `stream ${i}`));
-  assert.match(server.log, /POST \/v1\/chat\/completions 200 prompt=\d+ generated=\d+ ttft=\d+ms [\d.]+ t\/s/);
+  assert.match(server.log, /POST \/v1\/chat\/completions 200 prompt=\d+ cached=\d+ generated=\d+ ttft=\d+ms [\d.]+ t\/s/);
 });
 
 test('a client that disconnects mid-stream has its generation cancelled and its slot freed', async () => {
@@ -316,7 +319,7 @@ test('a client that disconnects mid-stream has its generation cancelled and its 
     }
     assert.equal(h.slots_processing, 0);
     await expectServing(one);
-    const m = /POST \/v1\/chat\/completions 200 prompt=\d+ generated=(\d+) .*client disconnected/.exec(one.log);
+    const m = /POST \/v1\/chat\/completions 200 prompt=\d+ cached=\d+ generated=(\d+) .*client disconnected/.exec(one.log);
     assert.ok(m, `the log records the disconnect:\n${one.log}`);
     assert.ok(Number(m[1]) < 2000, 'generation stopped early');
   } finally {
