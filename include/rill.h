@@ -125,6 +125,15 @@ rill_status rill_session_reset(rill_session* session);
 
 /* Appends tokens to the context. Afterwards rill_session_logits gives the last token's logits. */
 rill_status rill_session_eval(rill_session* session, const int32_t* tokens, size_t n_tokens);
+/* Makes the context hold exactly these tokens, evaluating only what it does not hold yet: the longest
+ * prefix already in the context is kept (its keys and values reused) and the rest forgotten, as an app
+ * that resends the whole conversation each turn wants. Afterwards rill_session_logits gives the last
+ * token's logits; *reused (may be NULL) gets how many tokens were kept. After rill_session_restore the
+ * session does not know which tokens its context holds, and the first call evaluates them all. */
+rill_status rill_session_set_tokens(rill_session* session, const int32_t* tokens, size_t n_tokens, size_t* reused);
+/* The tokens the context holds, in order; valid until the next call on the session. RILL_ERR_STATE
+ * after rill_session_restore, until the context is reset or set again. */
+rill_status rill_session_tokens(const rill_session* session, const int32_t** tokens, size_t* n_tokens);
 /* The last evaluated token's logits, n_vocab of them; valid until the next call on the session.
  * RILL_ERR_INVALID_ARGUMENT before anything was evaluated. */
 rill_status rill_session_logits(rill_session* session, const float** logits, size_t* n_vocab);
@@ -150,6 +159,10 @@ typedef struct rill_generate_params {
      * unsupported schema keyword gives RILL_ERR_INVALID_ARGUMENT naming what is wrong. */
     const char* grammar;     /* GBNF, llama.cpp's grammar format, start rule `root` */
     const char* json_schema; /* a JSON Schema (as JSON text): the output is JSON that validates against it */
+    /* 0 (default): the prompt is appended to the context. 1: the prompt is the whole conversation so
+     * far (tokenized with BOS): the context keeps the longest prefix it shares with it and evaluates
+     * only the rest, as rill_session_set_tokens does; result->cached_tokens says how many were kept. */
+    int32_t reuse_prefix;
 } rill_generate_params;
 
 typedef struct rill_generate_result {
@@ -158,6 +171,7 @@ typedef struct rill_generate_result {
     rill_finish_reason finish_reason;
     double prefill_ms; /* evaluating the prompt */
     double decode_ms;  /* the generated tokens after the first */
+    int32_t cached_tokens; /* prompt tokens whose keys and values the context already held (reuse_prefix) */
 } rill_generate_result;
 
 rill_generate_params rill_generate_default_params(void);

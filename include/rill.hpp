@@ -210,6 +210,18 @@ public:
     }
 
     void eval(const std::vector<int32_t>& tokens) { check(rill_session_eval(session_, tokens.data(), tokens.size())); }
+    // The context becomes exactly `tokens`, reusing the prefix it holds; returns how many were reused.
+    size_t set_tokens(const std::vector<int32_t>& tokens) {
+        size_t reused = 0;
+        check(rill_session_set_tokens(session_, tokens.data(), tokens.size(), &reused));
+        return reused;
+    }
+    std::vector<int32_t> tokens() const {
+        const int32_t* data = nullptr;
+        size_t n = 0;
+        check(rill_session_tokens(session_, &data, &n));
+        return std::vector<int32_t>(data, data + n);
+    }
 
     // A copy, since the library's pointer only lasts until the next call on the session.
     std::vector<float> logits() {

@@ -524,6 +524,94 @@ TEST_CASE("an embedding buffer shorter than n_embd gives RILL_ERR_BUFFER_TOO_SMA
     CHECK(needed == size_t(model.n_embd()));
 }
 
+TEST_CASE("set_tokens evaluates only what the context does not hold and ends with the logits a fresh session gives", "[c_api]") {
+    Model model(model_path());
+    Session session(model, session_params(128));
+    const std::vector<int32_t> first = tokenize(model.get(), "Once upon a time there was a dog", 1);
+    std::vector<int32_t> second(first.begin(), first.end() - 2);
+    for (const int32_t t : tokenize(model.get(), " cat who sat", 0)) second.push_back(t);
+    size_t reused = 99;
+    REQUIRE(rill_session_set_tokens(session.get(), first.data(), first.size(), &reused) == RILL_OK);
+    CHECK(reused == 0);
+    REQUIRE(rill_session_set_tokens(session.get(), second.data(), second.size(), &reused) == RILL_OK);
+    CHECK(reused == first.size() - 2);
+    CHECK(session.position() == int32_t(second.size()));
+    CHECK(session.tokens() == second);
+    // The same tokens again keep all but the last, whose logits are evaluated anew.
+    REQUIRE(rill_session_set_tokens(session.get(), second.data(), second.size(), &reused) == RILL_OK);
+    CHECK(reused == second.size() - 1);
+
+    // A fresh session reads the whole prompt as one batch (GEMM), the reusing one its last tokens on
+    // the decode kernels: both float32 with exact weights (stories260K is F32), differing only in
+    // summation order, so their log-probs agree within the 2e-4 test_prefill states for the two paths.
+    Session fresh(model, session_params(128));
+    fresh.eval(second);
+    const auto log_softmax = [](std::vector<float> v) {
+        const float top = *std::max_element(v.begin(), v.end());
+        double sum = 0;
+        for (const float x : v) sum += std::exp(double(x) - top);
+        for (float& x : v) x = float(double(x) - top - std::log(sum));
+        return v;
+    };
+    const std::vector<float> a = log_softmax(logits(session.get())), b = log_softmax(logits(fresh.get()));
+    double worst = 0;
+    for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, double(std::fabs(a[i] - b[i])));
+    CHECK(worst < 2e-4);
+}
+
+TEST_CASE("generate with reuse_prefix takes the whole conversation, reuses its prefix and writes what a fresh session writes", "[c_api]") {
+    Model model(model_path());
+    Session session(model, session_params(256));
+    rill_generate_params p = greedy(12);
+    p.reuse_prefix = 1;
+    const Run turn1 = generate(session.get(), kPrompt, p);
+    REQUIRE(turn1.status == RILL_OK);
+    CHECK(turn1.result.cached_tokens == 0);
+    const std::string conversation = kPrompt + turn1.text() + " Then";
+    const Run turn2 = generate(session.get(), conversation, p);
+    REQUIRE(turn2.status == RILL_OK);
+    CHECK(turn2.result.cached_tokens >= turn1.result.prompt_tokens);
+    CHECK(turn2.result.prompt_tokens == int32_t(tokenize(model.get(), conversation, 1).size()));
+
+    Session fresh(model, session_params(256));
+    const Run alone = generate(fresh.get(), conversation, greedy(12));
+    CHECK(turn2.text() == alone.text());
+}
+
+TEST_CASE("after a restore the context's tokens are unknown, and set_tokens evaluates them all again", "[c_api]") {
+    Model model(model_path());
+    Session original(model, session_params(64));
+    const std::vector<int32_t> prompt = tokenize(model.get(), kPrompt, 1);
+    original.eval(prompt);
+    size_t needed = 0;
+    rill_session_save(original.get(), nullptr, 0, &needed);
+    std::vector<uint8_t> state(needed);
+    REQUIRE(rill_session_save(original.get(), state.data(), state.size(), &needed) == RILL_OK);
+    Session restored(model, session_params(64));
+    REQUIRE(rill_session_restore(restored.get(), state.data(), state.size()) == RILL_OK);
+    const int32_t* tokens = nullptr;
+    size_t n = 0;
+    CHECK(rill_session_tokens(restored.get(), &tokens, &n) == RILL_ERR_STATE);
+    size_t reused = 99;
+    REQUIRE(rill_session_set_tokens(restored.get(), prompt.data(), prompt.size(), &reused) == RILL_OK);
+    CHECK(reused == 0);
+    CHECK(restored.tokens() == prompt);
+}
+
+TEST_CASE("set_tokens refuses no tokens, ids outside the vocabulary and more than the context, and keeps the context", "[c_api]") {
+    Model model(model_path());
+    Session session(model, session_params(16));
+    const std::vector<int32_t> prompt = tokenize(model.get(), kPrompt, 1);
+    session.eval(prompt);
+    CHECK(rill_session_set_tokens(session.get(), prompt.data(), 0, nullptr) == RILL_ERR_INVALID_ARGUMENT);
+    const std::vector<int32_t> bad = {1, 403, 100000};
+    CHECK(rill_session_set_tokens(session.get(), bad.data(), bad.size(), nullptr) == RILL_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(rill_session_error(session.get())).find("100000") != std::string::npos);
+    const std::vector<int32_t> long_one(20, 403);
+    CHECK(rill_session_set_tokens(session.get(), long_one.data(), long_one.size(), nullptr) == RILL_ERR_CONTEXT_FULL);
+    CHECK(session.tokens() == prompt);
+}
+
 TEST_CASE("a saved state restored into a fresh session gives the same logits and the same greedy continuation", "[c_api]") {
     Model model(model_path());
     Session original(model, session_params(128));

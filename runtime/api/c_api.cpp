@@ -52,6 +52,10 @@ struct rill_session {
     uint64_t generations = 0;  // each generate draws from its own stream: seed + how many came before
     std::atomic<bool> cancel{false};
     std::string error;
+    // The context's tokens, kept in step with its position so a later prompt can reuse their prefix;
+    // a state restored from bytes holds tokens the session was never told (tokens_known false).
+    std::vector<int32_t> tokens;
+    bool tokens_known = true;
 };
 
 namespace {
@@ -263,11 +267,26 @@ RILL_EXPORT int32_t rill_session_n_ctx(const rill_session* session) { return ses
 RILL_EXPORT rill_status rill_session_reset(rill_session* session) {
     if (session == nullptr) return RILL_ERR_INVALID_ARGUMENT;
     session->session->reset();
+    session->tokens.clear();
+    session->tokens_known = true;
     session->error.clear();
     return RILL_OK;
 }
 
 namespace {
+
+// Evaluates tokens and records them as the context's; if the session fails part-way, what it holds
+// is no longer known token by token.
+std::span<const float> eval_recorded(rill_session& s, std::span<const int32_t> tokens) {
+    try {
+        const auto logits = s.session->eval(tokens);
+        s.tokens.insert(s.tokens.end(), tokens.begin(), tokens.end());
+        return logits;
+    } catch (...) {
+        s.tokens_known = s.tokens_known && size_t(s.session->position()) == s.tokens.size();
+        throw;
+    }
+}
 
 // Evaluates in chunks of the session's batch so a cancel lands between them.
 std::span<const float> eval_cancellable(rill_session& s, std::span<const int32_t> tokens) {
@@ -275,9 +294,21 @@ std::span<const float> eval_cancellable(rill_session& s, std::span<const int32_t
     std::span<const float> logits;
     for (size_t start = 0; start < tokens.size(); start += kChunk) {
         if (s.cancel.load()) throw Failure{RILL_ERR_CANCELLED, "cancelled by rill_session_cancel"};
-        logits = s.session->eval(tokens.subspan(start, std::min(kChunk, tokens.size() - start)));
+        logits = eval_recorded(s, tokens.subspan(start, std::min(kChunk, tokens.size() - start)));
     }
     return logits;
+}
+
+// Keeps the longest prefix of `tokens` the context holds (all but the last token at most: its logits
+// are wanted) and forgets the rest; returns how many were kept.
+size_t keep_common_prefix(rill_session& s, std::span<const int32_t> tokens) {
+    size_t keep = 0;
+    if (s.tokens_known)
+        while (keep < s.tokens.size() && keep + 1 < tokens.size() && s.tokens[keep] == tokens[keep]) ++keep;
+    keep = size_t(s.session->truncate(int(keep)));  // a sliding-window ring may not hold what the prefix needs
+    s.tokens.resize(keep);
+    s.tokens_known = true;
+    return keep;
 }
 
 void check_fits(const rill::Session& session, size_t n_tokens) {
@@ -298,6 +329,33 @@ RILL_EXPORT rill_status rill_session_eval(rill_session* session, const int32_t* 
     });
     session->cancel = false;
     return status;
+}
+
+RILL_EXPORT rill_status rill_session_set_tokens(rill_session* session, const int32_t* tokens, size_t n_tokens, size_t* reused) {
+    if (session == nullptr) return RILL_ERR_INVALID_ARGUMENT;
+    if (reused != nullptr) *reused = 0;
+    const rill_status status = guarded(session->error, [&] {
+        require(tokens != nullptr && n_tokens > 0, "rill_session_set_tokens: no tokens");
+        if (n_tokens > size_t(session->session->n_ctx()))
+            throw Failure{RILL_ERR_CONTEXT_FULL, std::to_string(n_tokens) + " tokens exceed the context size " + std::to_string(session->session->n_ctx())};
+        const std::span<const int32_t> all(tokens, n_tokens);
+        for (const int32_t t : all)  // before the context is cut
+            if (t < 0 || t >= session->model->model->hp.n_vocab)
+                throw Failure{RILL_ERR_INVALID_ARGUMENT, "rill_session_set_tokens: token id " + std::to_string(t) + " is outside the vocabulary"};
+        const size_t keep = keep_common_prefix(*session, all);
+        if (reused != nullptr) *reused = keep;
+        eval_cancellable(*session, all.subspan(keep));
+    });
+    session->cancel = false;
+    return status;
+}
+
+RILL_EXPORT rill_status rill_session_tokens(const rill_session* session, const int32_t** tokens, size_t* n_tokens) {
+    if (session == nullptr || tokens == nullptr || n_tokens == nullptr) return RILL_ERR_INVALID_ARGUMENT;
+    if (!session->tokens_known) return RILL_ERR_STATE;
+    *tokens = session->tokens.data();
+    *n_tokens = session->tokens.size();
+    return RILL_OK;
 }
 
 RILL_EXPORT rill_status rill_session_logits(rill_session* session, const float** logits, size_t* n_vocab) {
@@ -374,21 +432,31 @@ RILL_EXPORT rill_status rill_generate(rill_session* session, const char* prompt,
             settings.token_trie = model.trie;
         }
         const std::string_view text = text_view(prompt, prompt_length);
-        const auto tokens = text.empty() ? std::vector<int32_t>() : rill::tokenize(vocab, text, {.add_special = s.position() == 0, .parse_special = true});
+        const bool whole = p.reuse_prefix != 0;  // the prompt is the whole conversation, not what follows the context
+        require(!whole || !text.empty(), "rill_generate: reuse_prefix needs the whole conversation as the prompt");
+        const auto tokens = text.empty() ? std::vector<int32_t>() : rill::tokenize(vocab, text, {.add_special = whole || s.position() == 0, .parse_special = true});
         std::span<const float> logits;
+        size_t cached = 0;
+        if (whole) {
+            if (tokens.size() > size_t(s.n_ctx()))
+                throw Failure{RILL_ERR_CONTEXT_FULL, "the prompt has " + std::to_string(tokens.size()) + " tokens; the context holds " + std::to_string(s.n_ctx())};
+            cached = keep_common_prefix(*session, tokens);
+        }
+        out.cached_tokens = int32_t(cached);
+        const std::span<const int32_t> to_eval = std::span<const int32_t>(tokens).subspan(cached);
         if (tokens.empty()) {
             // An empty prompt continues from the context's last token.
             logits = s.last_logits();
             require(s.position() > 0 && !logits.empty(), "rill_generate: the prompt is empty and the context holds nothing to continue");
         } else {
-            check_fits(s, tokens.size());
+            check_fits(s, to_eval.size());
         }
         out.prompt_tokens = int32_t(tokens.size());
 
         auto start = std::chrono::steady_clock::now();
-        if (!tokens.empty()) {
+        if (!to_eval.empty()) {
             try {
-                logits = eval_cancellable(*session, tokens);
+                logits = eval_cancellable(*session, to_eval);
             } catch (const Failure& f) {
                 if (f.status != RILL_ERR_CANCELLED) throw;
                 out.finish_reason = RILL_FINISH_CANCELLED;
@@ -411,7 +479,7 @@ RILL_EXPORT rill_status rill_generate(rill_session* session, const char* prompt,
                         completion.finish(rill::FinishReason::Length, piece);
                     } else {
                         const int32_t one[1] = {next};
-                        logits = s.eval(one);
+                        logits = eval_recorded(*session, one);
                     }
                 }
             }
@@ -422,7 +490,7 @@ RILL_EXPORT rill_status rill_generate(rill_session* session, const char* prompt,
         const int32_t last = completion.unevaluated_token();
         if (last >= 0 && s.position() < s.n_ctx()) {
             const int32_t one[1] = {last};
-            s.eval(one);
+            eval_recorded(*session, one);
         }
         out.decode_ms = ms_since(start);
         out.generated_tokens = completion.generated();
@@ -455,6 +523,8 @@ RILL_EXPORT rill_status rill_embed(rill_session* session, const char* text, size
         if (tokens.size() > size_t(session->session->n_ctx()))
             throw Failure{RILL_ERR_CONTEXT_FULL, "the text has " + std::to_string(tokens.size()) + " tokens, more than the context size " +
                                                      std::to_string(session->session->n_ctx())};
+        session->tokens.clear();  // embed() leaves the context reset
+        session->tokens_known = true;
         const auto v = session->session->embed(tokens);
         std::copy(v.begin(), v.end(), embedding);
     });
@@ -475,7 +545,10 @@ RILL_EXPORT rill_status rill_session_restore(rill_session* session, const void* 
         try {
             session->session->load_state(std::span<const uint8_t>(static_cast<const uint8_t*>(buffer), size));
         } catch (const rill::Error& e) {
+            session->tokens_known = size_t(session->session->position()) == session->tokens.size();
             throw Failure{RILL_ERR_STATE, e.what()};
         }
+        session->tokens.clear();  // a state carries positions, not the tokens behind them
+        session->tokens_known = session->session->position() == 0;
     });
 }
