@@ -124,6 +124,10 @@ bool request_seeds(const std::filesystem::path& dir) {
         R"({"model":"stories","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}})",
         R"({"model":"stories","prompt":"x","grammar":"root ::= [a-z]+","logprobs":2})",
         R"({"model":"stories","prompt":"x","json_schema":{"enum":[1,2]}})",
+        R"({"model":"stories","prompt":"x","cache_prompt":false})",
+        R"({"content":"Once upon a time <s>","add_special":true,"parse_special":true,"with_pieces":true})",
+        R"({"tokens":[1,403,407,2,511]})",
+        R"({"filename":"slot-0.bin"})",
     };
     int n = 0;
     for (const char* body : bodies)

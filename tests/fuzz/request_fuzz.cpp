@@ -1,6 +1,6 @@
 // libFuzzer harness: a request body as a client sends it, through the server's own parsing and
-// validation for each endpoint that takes one (chat completions, completions, embeddings), without a
-// socket. The served model is stories260K with a real chat template (Qwen2.5's, which renders tools
+// validation for each endpoint that takes one (chat completions, completions, embeddings, and
+// llama-server's /apply-template, /tokenize, /detokenize and slot file names), without a socket. The served model is stories260K with a real chat template (Qwen2.5's, which renders tools
 // and system prompts), so chat bodies reach the template engine and the tokenizer as they do in serving.
 // The only acceptable outcome of a bad body is an ApiError with a 4xx status (a rill::Error from the
 // tokenizer or template is answered 400 too); any other exception or a crash is a bug.
@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "apps/serve_extras.h"
 #include "apps/serve_openai.h"
 #include "runtime/base/error.h"
 #include "runtime/model/model.h"
@@ -70,5 +71,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     expect_answer_or_4xx([&] { (void)rill::serve::parse_completion_request(body, served); });
     bool base64 = false;
     expect_answer_or_4xx([&] { (void)rill::serve::parse_embedding_inputs(body, served, base64); });
+    expect_answer_or_4xx([&] { (void)rill::serve::apply_template(body, served); });
+    expect_answer_or_4xx([&] { (void)rill::serve::tokenize_response(body, served).dump(); });
+    expect_answer_or_4xx([&] { (void)rill::serve::detokenize_response(body, served).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace); });
+    expect_answer_or_4xx([&] { (void)rill::serve::slot_filename(body); });
     return 0;
 }
