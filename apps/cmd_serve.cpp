@@ -43,6 +43,7 @@ struct ServeFlags {
     bool no_cache_prompt = false;
     int prefill_chunk = 64;
     int max_queue = 64;
+    int cache_ram_mb = 0;
     std::string slot_save_path;
     double drain_timeout = 30;
 };
@@ -114,7 +115,8 @@ public:
         : flags_(flags),
           scheduler_(model, vocab, options,
                      serve::SchedulerOptions{.n_slots = flags.parallel, .cache_prompt = !flags.no_cache_prompt,
-                                             .prefill_chunk = flags.prefill_chunk, .max_queue = flags.max_queue},
+                                             .prefill_chunk = flags.prefill_chunk, .max_queue = flags.max_queue,
+                                             .cache_ram_bytes = uint64_t(flags.cache_ram_mb) << 20},
                      metrics_),
           served_{model, vocab, std::move(id), model.file.get_string("tokenizer.chat_template").value_or(""), scheduler_.n_ctx(),
                   build_vocab_trie(vocab)} {}
@@ -159,7 +161,8 @@ public:
         });
         http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
             const serve::SchedulerCounts c = scheduler_.counts();
-            serve::MetricsGauges gauges{.slots = c.slots, .busy = c.busy, .queued = c.queued};
+            serve::MetricsGauges gauges{.slots = c.slots, .busy = c.busy, .queued = c.queued, .cache_ram_bytes = c.cache_ram_bytes,
+                                        .cache_ram_entries = c.cache_ram_entries};
             for (const serve::SlotInfo& slot : scheduler_.slots()) gauges.cached_tokens += uint64_t(slot.cached_tokens);
             res.set_content(metrics_.render(gauges), "text/plain; version=0.0.4; charset=utf-8");
         });
@@ -359,6 +362,7 @@ private:
                 {"cache_prompt", o.cache_prompt},
                 {"prefill_chunk", o.prefill_chunk},
                 {"max_queue", o.max_queue},
+                {"cache_ram_mb", flags_.cache_ram_mb},
                 {"slot_save_path", flags_.slot_save_path},
                 {"build_info", "rill"}};
     }
@@ -570,6 +574,10 @@ Action add_serve(CLI::App& app) {
     cmd->add_option("--max-queue", flags->max_queue,
                     "requests that may wait for a free slot; beyond them the server answers 503 with Retry-After")
         ->capture_default_str()->check(CLI::Range(0, 1 << 20));
+    cmd->add_option("--cache-ram", flags->cache_ram_mb,
+                    "MB of RAM for conversations' keys and values beyond the slots: a conversation whose slot was taken "
+                    "by another finds its history there when it returns (0: off)")
+        ->capture_default_str()->check(CLI::Range(0, 1 << 24));
     cmd->add_option("--slot-save-path", flags->slot_save_path,
                     "folder for POST /slots/ID?action=save|restore (off without it)")->check(CLI::ExistingDirectory);
     cmd->add_option("--drain-timeout", flags->drain_timeout,

@@ -95,6 +95,8 @@ std::string Metrics::render(const MetricsGauges& g) const {
     line(out, "rill_slots_total", "Slots (--parallel).", "gauge", g.slots);
     line(out, "rill_slots_busy", "Slots serving a request.", "gauge", g.busy);
     line(out, "rill_slot_cached_tokens", "Tokens whose keys and values the slots hold for reuse.", "gauge", double(g.cached_tokens));
+    line(out, "rill_cache_ram_bytes", "Bytes of conversations' keys and values kept in RAM beyond the slots (--cache-ram).", "gauge", double(g.cache_ram_bytes));
+    line(out, "rill_cache_ram_conversations", "Conversations kept in RAM beyond the slots (--cache-ram).", "gauge", g.cache_ram_entries);
     histogram(out, "rill_time_to_first_token_seconds", "From a request's arrival to its first token.", ttft_);
     histogram(out, "rill_inter_token_latency_seconds", "Between consecutive tokens of a stream.", itl_);
     return out;

@@ -23,6 +23,8 @@ struct Histogram {
 struct MetricsGauges {
     int slots = 0, busy = 0, queued = 0;
     uint64_t cached_tokens = 0;  // tokens whose keys and values the slots hold
+    uint64_t cache_ram_bytes = 0;  // --cache-ram's conversations
+    int cache_ram_entries = 0;
 };
 
 class Metrics {

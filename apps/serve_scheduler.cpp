@@ -51,6 +51,7 @@ Scheduler::Scheduler(const Model& model, const Vocab& vocab, const SessionOption
     n_ctx_ = slots_[0].session->n_ctx();
     n_batch_ = std::max(1, session.n_batch);
     embed_session_ = std::make_unique<Session>(model, session);
+    if (options.cache_ram_bytes > 0) prefix_cache_.emplace(options.cache_ram_bytes);
 }
 
 void Scheduler::stop() {
@@ -118,7 +119,7 @@ bool Scheduler::submit(std::shared_ptr<Job> job) {
 
 SchedulerCounts Scheduler::counts() const {
     std::lock_guard lock(mutex_);
-    return {int(slots_.size()), busy_, int(queue_.size())};
+    return {int(slots_.size()), busy_, int(queue_.size()), cache_ram_bytes_, cache_ram_entries_};
 }
 
 std::vector<SlotInfo> Scheduler::slots() const {
@@ -204,7 +205,28 @@ void Scheduler::begin(Slot& slot) {
     if (job.prompt.empty() || job.prompt.size() >= size_t(n_ctx_))
         return finish(slot, FinishReason::Length,
                       "the prompt has " + std::to_string(job.prompt.size()) + " tokens; the context holds " + std::to_string(n_ctx_));
-    size_t keep = options_.cache_prompt && job.cache_prompt ? common_prefix(slot.cached, job.prompt) : 0;
+    const bool reuse = options_.cache_prompt && job.cache_prompt;
+    size_t keep = reuse ? common_prefix(slot.cached, job.prompt) : 0;
+    if (reuse && prefix_cache_) {
+        // The slot's conversation goes to RAM before another takes its place; a conversation that
+        // had lost its slot comes back from there.
+        if (keep < slot.cached.size()) prefix_cache_->put(slot.cached, session.save_state());
+        size_t stored = 0;
+        if (const PrefixCache::Entry* entry = prefix_cache_->find(job.prompt, keep, stored)) {
+            try {
+                session.load_state(entry->state);
+                slot.cached = entry->tokens;
+                keep = stored;
+            } catch (const Error&) {  // cannot happen for a state this server saved; start afresh
+                session.reset();
+                slot.cached.clear();
+                keep = 0;
+            }
+        }
+        std::lock_guard lock(mutex_);
+        cache_ram_bytes_ = prefix_cache_->bytes();
+        cache_ram_entries_ = int(prefix_cache_->size());
+    }
     keep = std::min(keep, job.prompt.size() - 1);  // the last prompt token is evaluated again: its logits start the reply
     keep = size_t(session.truncate(int(keep)));     // a sliding-window ring may not hold what the prefix needs
     slot.cached.resize(keep);

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "serve_metrics.h"
+#include "serve_prefix_cache.h"
 #include "runtime/base/error.h"
 #include "runtime/session/completion.h"
 #include "runtime/session/session.h"
@@ -73,10 +74,13 @@ struct SchedulerOptions {
     bool cache_prompt = true;  // false: every request evaluates its whole prompt (--no-cache-prompt)
     int prefill_chunk = 32;    // prompt tokens per pass while other streams are generating
     int max_queue = 64;        // requests that may wait for a slot; submit() refuses more
+    uint64_t cache_ram_bytes = 0;  // conversations' states kept beyond the slots (--cache-ram); 0: none
 };
 
 struct SchedulerCounts {
     int slots = 0, busy = 0, queued = 0;
+    uint64_t cache_ram_bytes = 0;  // held by --cache-ram's conversations
+    int cache_ram_entries = 0;
 };
 
 // A slot as /slots shows it.
@@ -146,7 +150,10 @@ private:
     std::deque<std::function<void()>> tasks_;  // embeddings and slot actions
     std::vector<SlotInfo> info_;               // under mutex_
     std::unique_ptr<Session> embed_session_;
+    std::optional<PrefixCache> prefix_cache_;  // only the loop's thread touches it
     int busy_ = 0;
+    uint64_t cache_ram_bytes_ = 0;  // prefix_cache_'s size, under mutex_ for counts()
+    int cache_ram_entries_ = 0;
     bool stopping_ = false;
 };
 

@@ -83,6 +83,24 @@ test('greedy replies are byte-identical with prompt reuse on and off', async () 
   for (const r of without) assert.equal(r.usage.prompt_tokens_details.cached_tokens, 0);
 });
 
+test('with --cache-ram a conversation whose slot was taken finds its history in RAM when it returns', async () => {
+  const withRam = await serverWith(['--parallel', '1', '--cache-ram', '16']);
+  const without = await serverWith(['--parallel', '1']);
+  for (const server of [withRam, without]) {
+    const a = { ...greedy, prompt: 'Once upon a time there was a little bird who lived in a tree', max_tokens: 8 };
+    const first = await post(server, '/v1/completions', a);
+    await post(server, '/v1/completions', { ...greedy, prompt: 'The sun was hot and the dog was sleeping under a big', max_tokens: 8 });
+    const back = await post(server, '/v1/completions', { ...a, prompt: a.prompt + first.body.choices[0].text + ' Then' });
+    const cached = back.body.usage.prompt_tokens_details.cached_tokens;
+    if (server === withRam) {
+      assert.ok(cached >= first.body.usage.prompt_tokens, `${cached} tokens reused`);
+      assert.ok(counter(await metrics(server), 'rill_cache_ram_conversations') >= 1);
+    } else {
+      assert.ok(cached < first.body.usage.prompt_tokens / 2, `${cached} tokens reused without --cache-ram`);
+    }
+  }
+});
+
 test('a request with cache_prompt false evaluates its whole prompt', async () => {
   const server = await serverWith(['--parallel', '1']);
   const body = { ...greedy, prompt: 'Once upon a time there was a dog', max_tokens: 4 };
