@@ -7,14 +7,14 @@ namespace {
 
 uint64_t entry_bytes(const PrefixCache::Entry& e) { return e.state.size() + e.tokens.size() * sizeof(int32_t); }
 
+}  // namespace
+
 size_t common_prefix(std::span<const int32_t> a, std::span<const int32_t> b) {
     const size_t n = std::min(a.size(), b.size());
     size_t i = 0;
     while (i < n && a[i] == b[i]) ++i;
     return i;
 }
-
-}  // namespace
 
 void PrefixCache::put(std::vector<int32_t> tokens, std::vector<uint8_t> state) {
     Entry entry{std::move(tokens), std::move(state), ++clock_};

@@ -9,6 +9,9 @@
 
 namespace rill::serve {
 
+// How many leading tokens two sequences share.
+size_t common_prefix(std::span<const int32_t> a, std::span<const int32_t> b);
+
 class PrefixCache {
 public:
     explicit PrefixCache(uint64_t capacity_bytes) : capacity_(capacity_bytes) {}

@@ -11,13 +11,6 @@ using Clock = std::chrono::steady_clock;
 
 double ms_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
 
-size_t common_prefix(std::span<const int32_t> a, std::span<const int32_t> b) {
-    const size_t n = std::min(a.size(), b.size());
-    size_t i = 0;
-    while (i < n && a[i] == b[i]) ++i;
-    return i;
-}
-
 }  // namespace
 
 bool Job::take(std::string& out, std::chrono::milliseconds timeout, std::vector<TokenLogprob>* taken) {
