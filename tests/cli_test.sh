@@ -291,5 +291,16 @@ expect_error 1 "a schema with an unsupported format" run -m "$stories" -p x --js
 grep -q '"email" is not supported' "$tmp/e" && pass "the schema error names the format" || fail "schema error: $(cat "$tmp/e")"
 expect_error 2 "--grammar and --json-schema together" run -m "$stories" -p x --grammar "$tmp/yesno.gbnf" --json-schema "$tmp/person.json"
 
+# rill serve's serving flags: --help teaches them, bad values are usage errors before the model loads.
+"$rill" serve --help >"$tmp/serve.help" 2>&1
+for flag in --max-queue --prefill-chunk --no-cache-prompt --cache-ram --slot-save-path --drain-timeout /metrics; do
+  grep -q -- "$flag" "$tmp/serve.help" || fail "serve --help does not mention $flag"
+done
+pass "serve --help names the serving flags and routes"
+expect_error 2 "a prefill chunk of 0" serve -m "$stories" --prefill-chunk 0
+expect_error 2 "a negative queue" serve -m "$stories" --max-queue -1
+expect_error 2 "a slot folder that does not exist" serve -m "$stories" --slot-save-path "$tmp/no/such/dir"
+expect_error 2 "a negative drain timeout" serve -m "$stories" --drain-timeout -5
+
 echo "$passes passed, $failures failed"
 [[ $failures == 0 ]]
