@@ -489,9 +489,14 @@ int serve_main(const ServeFlags& f) {
     const SessionOptions session_options = f.session.options_for(*model);
     Server server(f, *model, vocab, session_options, id);
     httplib::Server http;
-    // Every waiting request holds a connection thread, and streams hold theirs until they end.
-    const int connection_threads = std::max(16, 4 * f.parallel);
+    // Every stream and every queued request holds a connection thread until it ends, and an idle
+    // keep-alive connection holds one too; a pool smaller than that would make requests wait inside
+    // httplib, unseen by --max-queue, and /health and /metrics would stall under load. So: one per
+    // slot and queue place, plus room for probes, refusals and idle connections.
+    const int connection_threads = f.parallel + f.max_queue + 16;
     http.new_task_queue = [connection_threads] { return new httplib::ThreadPool(size_t(connection_threads)); };
+    // Without it the first chunk of a stream can wait 40 ms for Nagle's algorithm.
+    http.set_tcp_nodelay(true);
     server.install(http);
 
     int port = f.port;
@@ -573,7 +578,7 @@ Action add_serve(CLI::App& app) {
         ->capture_default_str()->check(CLI::Range(1, 1 << 16));
     cmd->add_option("--max-queue", flags->max_queue,
                     "requests that may wait for a free slot; beyond them the server answers 503 with Retry-After")
-        ->capture_default_str()->check(CLI::Range(0, 1 << 20));
+        ->capture_default_str()->check(CLI::Range(0, 4096));
     cmd->add_option("--cache-ram", flags->cache_ram_mb,
                     "MB of RAM for conversations' keys and values beyond the slots: a conversation whose slot was taken "
                     "by another finds its history there when it returns (0: off)")

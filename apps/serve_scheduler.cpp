@@ -175,15 +175,16 @@ void Scheduler::finish(Slot& slot, FinishReason reason, const std::string& error
 
 // The free slot whose cached tokens share the longest prefix with the job's prompt; among equals
 // (no reuse at all, most often), the one used least recently, so recent conversations stay cached.
-// A prefix counts only where it is at least half the prompt or all the slot holds: a few shared
-// tokens (a BOS, a template's header) are not worth evicting another conversation for.
+// A prefix counts only where it is at least half the prompt or half of what the slot holds (the
+// rule llama-server uses): a few shared tokens (a BOS, a template's header) are not worth evicting
+// another conversation for.
 Scheduler::Slot* Scheduler::choose_slot(const Job& job) {
     Slot* best = nullptr;
     size_t best_prefix = 0;
     for (Slot& slot : slots_) {
         if (slot.job) continue;
         size_t prefix = options_.cache_prompt && job.cache_prompt ? common_prefix(slot.cached, job.prompt) : 0;
-        if (2 * prefix < job.prompt.size() && prefix < slot.cached.size()) prefix = 0;
+        if (2 * prefix < job.prompt.size() && 2 * prefix < slot.cached.size()) prefix = 0;
         if (!best || prefix > best_prefix || (prefix == best_prefix && slot.last_used < best->last_used)) {
             best = &slot;
             best_prefix = prefix;
