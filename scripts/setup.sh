@@ -32,6 +32,9 @@ packages=(
   clang libclang-rt-14-dev libomp-14-dev  # the libFuzzer harnesses (scripts/fuzz.sh): clang, its sanitizer runtimes and its OpenMP
   ca-certificates         # npm fetches the tests' Node packages over HTTPS
   python3-jinja2          # the reference renderer for chat templates with tools (tests/tool_templates_test.sh)
+  nginx                   # the scale-out recipe (scripts/serve_cluster.sh) and ctest load_test; the smallest of Debian 12's
+                          # nginx packages (nginx-light is nginx plus a module). Where systemd runs, installing it also
+                          # enables the stock site on port 80; the recipe never uses it (systemctl disable --now nginx)
 )
 # The server tests drive rill serve with OpenAI's Node package; Debian's Node.js unless one is installed.
 command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)

@@ -4,13 +4,7 @@
 #   tests/server/run.sh RILL_BINARY SHARED_DIR ADD_CHAT_TEMPLATE_BINARY
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-  echo "server tests need Node.js and npm (scripts/setup.sh installs them)" >&2
-  [[ -n ${CI:-} ]] && exit 1
-  exit 77
-fi
-if [[ ! -f $here/node_modules/openai/package.json || ! -f $here/node_modules/parse-prometheus-text-format/package.json ]]; then
-  (cd "$here" && npm ci --no-audit --no-fund --loglevel=error)
-fi
+source "$here/node_deps.sh"
+node_deps_ready "$here" "the server tests"
 cd "$here"
 RILL_BIN=$1 RILL_SHARED=$2 RILL_ADD_TEMPLATE=$3 exec node --test --test-concurrency=1 --test-reporter=spec server.test.mjs structured.test.mjs serving.test.mjs
