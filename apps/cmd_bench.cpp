@@ -19,6 +19,7 @@
 #include <optional>
 
 #include "commands.h"
+#include "kv_flags.h"
 #include "model_flags.h"
 #include "session_flags.h"
 #include "runtime/plan/bandwidth.h"
@@ -49,7 +50,7 @@ struct BenchFlags {
     std::string output = "md";
     bool vs_llamacpp = false;
     std::string llama_bench_path;
-    std::string kv_type = "f16";
+    KvFlags kv;
     std::string gemm = "auto";
     int ubatch = 512;  // llama-bench's default micro-batch, so pp rows compare like with like
     std::string sweep;  // "threads" or "ctx"
@@ -80,6 +81,7 @@ struct RowResult {
     double flops = 0;               // pp rows only: per prompt
     double peak_gflops = 0;         // pp rows only: measured at this thread count
     std::string gemm;               // the GEMM backend asked for
+    std::string type_k, type_v;     // the KV cache's types, as llama-bench names them
     double peak_rss_mb = 0;
 };
 
@@ -389,13 +391,13 @@ ProcessOutput run_process(const std::vector<std::string>& args) {
 
 // One llama-bench run of the same test at the same thread count; returns its tokens/s.
 double run_llama_bench(const LlamaBench& llama, const std::string& model_path, const BenchTest& test, int n_threads,
-                       const std::string& kv_type, int ubatch) {
+                       KvTypes kv_types, int ubatch) {
     std::vector<std::string> args = {llama.path};
     if (llama.via_peer_script) args.push_back("bench");
     for (const std::string& a : {std::string("-m"), model_path, std::string("-t"), std::to_string(n_threads),
                                  std::string("-r"), std::string("1"), std::string("-o"), std::string("json"),
-                                 std::string("-mmp"), std::string("0"), std::string("-ctk"), kv_type, std::string("-ctv"),
-                                 kv_type, std::string("-p"), std::to_string(test.n_prompt), std::string("-n"),
+                                 std::string("-mmp"), std::string("0"), std::string("-ctk"), std::string(kv_type_name(kv_types.k)),
+                                 std::string("-ctv"), std::string(kv_type_name(kv_types.v)), std::string("-p"), std::to_string(test.n_prompt), std::string("-n"),
                                  std::to_string(test.n_gen), std::string("-ub"), std::to_string(ubatch)})
         args.push_back(a);
     const std::string command = shell_words(args);
@@ -465,6 +467,8 @@ ordered_json row_json(const ModelSummary& model, const RowResult& row, bool with
     // peak measured at the same thread count.
     const double gflops = row.flops * avg_ts / double(std::max(1, row.test.n_prompt)) * 1e-9;
     j["gemm"] = row.gemm;
+    j["type_k"] = row.type_k;
+    j["type_v"] = row.type_v;
     j["flops_per_prompt"] = decode ? ordered_json(nullptr) : ordered_json(row.flops);
     j["achieved_gflops"] = decode ? ordered_json(nullptr) : ordered_json(gflops);
     j["peak_gflops"] = decode ? ordered_json(nullptr) : ordered_json(row.peak_gflops);
@@ -585,7 +589,7 @@ void write_plot(const BenchFlags& f, const ModelSummary& model, const ModelShape
     plot.x_label = by_threads ? "threads" : "tokens already in the context";
     plot.y_label = "tokens per second";
     plot.integer_x = by_threads;
-    const KvType kv = parse_kv_type(f.kv_type);
+    const KvTypes kv = f.kv.types();
     struct Palette {
         const char* measured;
         const char* light;
@@ -650,7 +654,7 @@ int bench(const BenchFlags& f) {
     if (tests.empty()) throw CLI::ValidationError("-p/-n", "nothing to run: every -p and -n value is 0");
     if (!f.plot_path.empty() && f.sweep.empty())
         throw CLI::ValidationError("--plot", "draws a sweep: add --sweep threads or --sweep ctx");
-    const KvType kv_type = parse_kv_type(f.kv_type);
+    const KvTypes kv_types = f.kv.types();
     // Found before the model loads, so a missing peer fails at once.
     const bool with_llama = f.vs_llamacpp || !f.llama_bench_path.empty();
     const std::optional<LlamaBench> llama = with_llama ? std::optional(find_llama_bench(f)) : std::nullopt;
@@ -691,17 +695,19 @@ int bench(const BenchFlags& f) {
             row.test = test;
             row.n_threads = t;
             row.bandwidth_gbps = bandwidth;
-            if (test.n_gen > 0) row.bytes_per_token = decode_bytes_per_token(shape, test.depth + test.n_gen / 2, kv_type).total();
+            if (test.n_gen > 0) row.bytes_per_token = decode_bytes_per_token(shape, test.depth + test.n_gen / 2, kv_types).total();
             if (test.n_prompt > 0) row.flops = prompt_flops(shape, test.n_prompt);
             row.peak_gflops = test.n_prompt > 0 ? peak_gflops : 0;
             row.gemm = f.gemm;
+            row.type_k = std::string(kv_type_name(kv_types.k));
+            row.type_v = std::string(kv_type_name(kv_types.v));
             const std::string label = "bench " + test.name() + " t=" + std::to_string(t);
 
             SessionOptions options;
             options.n_ctx = test.depth + std::max(test.n_prompt, test.n_gen) + 16;
             options.n_threads = t;
             options.n_batch = f.ubatch;
-            options.kv_type = kv_type;
+            options.kv_types = kv_types;
             options.gemm = parse_gemm_backend(f.gemm);
             Session session(*model, options);
             const std::vector<int32_t> tokens = bench_tokens(size_t(test.depth + test.n_tokens()), n_vocab, bos);
@@ -728,7 +734,7 @@ int bench(const BenchFlags& f) {
                     status.show("llama.cpp " + test.name() + " t=" + std::to_string(t) + of +
                                     (first ? " (the peer installs and builds llama-bench on its first run)" : ""),
                                 first);
-                    row.llama_ts.push_back(run_llama_bench(*llama, f.model.path, test, t, f.kv_type, f.ubatch));
+                    row.llama_ts.push_back(run_llama_bench(*llama, f.model.path, test, t, kv_types, f.ubatch));
                     llama_started = true;
                 }
             }
@@ -791,7 +797,7 @@ Action add_bench(CLI::App& app) {
                     "llama-bench executable or the llama.cpp peer script to compare with (implies --vs-llamacpp; "
                     "default: peers/llamacpp in $RILL_SHARED or ../shared)")
         ->check(CLI::ExistingFile);
-    cmd->add_option("--kv-type", f->kv_type, "KV cache type: f16 or f32")->capture_default_str()->check(CLI::IsMember({"f16", "f32"}));
+    f->kv.add_to(*cmd);
     cmd->add_option("--sweep", f->sweep,
                     "threads: every row at 1, 2, … up to every core (or the -t list); ctx: the first -n row at each "
                     "--depths context depth")

@@ -16,7 +16,7 @@ struct EvalFlags {
     ModelFlags model;
     std::string tokens;
     std::string out;
-    SessionFlags session{.kv_type = "f32"};
+    SessionFlags session{.kv = {.both = "f32", .k = "", .v = ""}};  // exact keys and values for evaluation
 };
 
 std::vector<int32_t> parse_ids(const std::string& list) {
@@ -70,7 +70,7 @@ Action add_eval(CLI::App& app) {
     f->model.add_to(*cmd);
     cmd->add_option("--tokens", f->tokens, "comma-separated token ids, e.g. 1,2,3")->required();
     cmd->add_option("--out", f->out, "where to write the logits")->required();
-    f->session.add_to(*cmd, "context length (default: enough for the tokens)", "KV cache type: f32 (exact, the default here) or f16");
+    f->session.add_to(*cmd, "context length (default: enough for the tokens)");
     return [f] { return eval(*f); };
 }
 

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "commands.h"
+#include "kv_flags.h"
 #include "runtime/plan/budget.h"
 #include "model_flags.h"
 #include "runtime/compute/kv_cache.h"
@@ -16,6 +17,7 @@ namespace {
 
 struct InfoFlags {
     ModelFlags model;
+    KvFlags kv;
     bool json = false;
 };
 
@@ -94,6 +96,10 @@ int info(const InfoFlags& f) {
         ++use.count;
         use.bytes += t.n_bytes;
     }
+    const KvTypes kv_types = f.kv.types();
+    check_kv_types(kv_types, hp.head_dim);  // a type this model's sessions would refuse is refused here too
+    const std::string kv_label = kv_types_label(kv_types);
+    const uint64_t kv_chosen = kv_bytes_per_token(hp, kv_types);
     const uint64_t kv_f16 = kv_bytes_per_token(hp, KvType::F16);
     const uint64_t kv_f32 = kv_bytes_per_token(hp, KvType::F32);
     const char* rope = hp.rope_style == RopeStyle::Norm ? "norm" : "neox";
@@ -102,6 +108,7 @@ int info(const InfoFlags& f) {
     // The cache a default session allocates (sliding layers keep only their window plus a chunk).
     const int ctx = default_context(hp);
     const uint64_t kv_default = kv_cache_bytes(hp, ctx, 512, KvType::F16);
+    const uint64_t kv_chosen_default = kv_cache_bytes(hp, ctx, 512, kv_types);
     const ModelShape shape = shape_of(*model);
     const uint64_t n_params = shape.n_params(), n_active = shape.n_active_params();
     // What evaluating a prompt adds, at the default micro-batch: float32 weight panels per thread for
@@ -127,10 +134,12 @@ int info(const InfoFlags& f) {
         std::printf("},\"file_bytes\":%llu,\"weight_bytes\":%llu,\"kv_bytes_per_token_f16\":%llu,"
                     "\"kv_bytes_per_token_f32\":%llu,\"gemm_scratch_bytes_per_thread\":%zu,\"gemm_scratch_threads\":%d,"
                     "\"batch_activation_bytes_512\":%zu,\"default_ctx\":%d,\"kv_cache_bytes_f16_default_ctx\":%llu,"
+                    "\"kv_type\":\"%s\",\"kv_bytes_per_token\":%llu,\"kv_cache_bytes_default_ctx\":%llu,"
                     "\"n_params\":%llu,\"n_active_params\":%llu,\"n_expert\":%d,\"n_expert_used\":%d}\n",
                     (unsigned long long)model->file.file_size(), (unsigned long long)model->weight_bytes(),
                     (unsigned long long)kv_f16, (unsigned long long)kv_f32, panel_bytes, threads, batch_bytes, ctx,
-                    (unsigned long long)kv_default, (unsigned long long)n_params, (unsigned long long)n_active, hp.n_expert,
+                    (unsigned long long)kv_default, kv_label.c_str(), (unsigned long long)kv_chosen,
+                    (unsigned long long)kv_chosen_default, (unsigned long long)n_params, (unsigned long long)n_active, hp.n_expert,
                     hp.n_expert_used);
         return 0;
     }
@@ -168,8 +177,13 @@ int info(const InfoFlags& f) {
                 (unsigned long long)model->file.file_size());
     std::printf("weights       %s (%llu bytes)\n", human_bytes(double(model->weight_bytes())).c_str(),
                 (unsigned long long)model->weight_bytes());
-    std::printf("KV cache      %s per token (f16), %s per token (f32); %s (f16) at the default %d-token context\n",
-                human_bytes(double(kv_f16)).c_str(), human_bytes(double(kv_f32)).c_str(), human_bytes(double(kv_default)).c_str(), ctx);
+    std::printf("KV cache      %s per token (%s; %llu bytes), %s at the default %d-token context\n", human_bytes(double(kv_chosen)).c_str(),
+                kv_label.c_str(), (unsigned long long)kv_chosen, human_bytes(double(kv_chosen_default)).c_str(), ctx);
+    if (kv_types != KvTypes(KvType::F16))
+        std::printf("              %.2fx the f16 cache's %s per token\n", double(kv_chosen) / double(kv_f16), human_bytes(double(kv_f16)).c_str());
+    else if (hp.head_dim % 32 == 0)  // q8_0 can hold this model's heads
+        std::printf("              q8_0 (--kv-type q8_0): %s per token; f32: %s\n", human_bytes(double(kv_bytes_per_token(hp, KvType::Q8_0))).c_str(),
+                    human_bytes(double(kv_f32)).c_str());
     std::printf("prompt scratch %s per thread for GEMM panels (%s at %d threads), %s of activations per 512-token micro-batch\n",
                 human_bytes(double(panel_bytes)).c_str(), human_bytes(double(panel_bytes) * threads).c_str(), threads,
                 human_bytes(double(batch_bytes)).c_str());
@@ -182,6 +196,7 @@ Action add_info(CLI::App& app) {
     auto f = std::make_shared<InfoFlags>();
     CLI::App* cmd = app.add_subcommand("info", "Show a model's architecture, tensor types and memory needs");
     f->model.add_to(*cmd);
+    f->kv.add_to(*cmd);
     cmd->add_flag("--json", f->json, "print one JSON object instead of text");
     return [f] { return info(*f); };
 }

@@ -8,6 +8,7 @@
 
 #include "cli_support.h"
 #include "commands.h"
+#include "kv_flags.h"
 #include "machine_threads.h"
 #include "runtime/plan/budget.h"
 #include "runtime/base/error.h"
@@ -26,7 +27,7 @@ struct PlanFlags {
     int ctx = 0;
     int prompt = 512;
     int threads = 0;
-    std::string kv_type = "f16";
+    KvFlags kv;
     int ubatch = 512;
     double fit_gb = 0;
     double target_tps = 0;
@@ -96,12 +97,15 @@ struct Prediction {
     MemoryNeeds memory;
     DecodeEstimate decode, decode_full;  // at the start and at the end of the context
     PrefillEstimate prefill;
+    std::string kv_types;  // "f16", or "q8_0 K / f16 V"
 };
 
 Prediction predict(const PlanFlags& f, const ModelShape& shape, const MachineProfile& profile) {
-    const KvType kv = parse_kv_type(f.kv_type);
+    const KvTypes kv = f.kv.types();
+    check_kv_types(kv, shape.hp.head_dim);
     const int ctx = context_for(f, shape);
     Prediction p;
+    p.kv_types = kv_types_label(kv);
     p.decode = f.threads > 0 ? predict_decode(shape, profile, f.threads, 0, kv) : best_decode(shape, profile, 0, kv);
     p.decode_full = predict_decode(shape, profile, p.decode.n_threads, ctx, kv);
     const int prompt = std::min(f.prompt, ctx);
@@ -139,6 +143,7 @@ ordered_json prediction_json(const Prediction& p, const ModelShape& shape, int c
              {{"context", ctx},
               {"weights_bytes", p.memory.weights},
               {"kv_cache_bytes", p.memory.kv_cache},
+              {"kv_type", p.kv_types},
               {"scratch_bytes", p.memory.scratch},
               {"total_bytes", p.memory.total()}}},
             {"decode",
@@ -182,10 +187,10 @@ int plan_one(const PlanFlags& f, const Source& source, const MachineProfile& pro
         std::printf("%s\n", j.dump(2).c_str());
         return 0;
     }
-    const KvType kv = parse_kv_type(f.kv_type);
+    const KvTypes kv = f.kv.types();
     std::printf("model        %s: %.2f B parameters\n", s.label.c_str(), double(s.shape.n_params()) / 1e9);
     print_machine(profile);
-    std::printf("\nmemory at a %d-token context (%s KV cache)\n", ctx, f.kv_type.c_str());
+    std::printf("\nmemory at a %d-token context (%s KV cache)\n", ctx, f.kv.label().c_str());
     std::printf("  weights    %s\n", gb(p.memory.weights).c_str());
     std::printf("  KV cache   %s (%s per token)\n", gb(p.memory.kv_cache).c_str(),
                 format("%.0f KB", double(kv_bytes_per_token(s.shape.hp, kv)) / 1e3).c_str());
@@ -267,7 +272,7 @@ int plan_fit(const PlanFlags& f, const Source& source, const MachineProfile& pro
         std::printf("%s\n", j.dump(2).c_str());
         return choice ? 0 : 1;
     }
-    std::printf("model        %s, %d-token context (%s KV cache), %d-token prompt\n", what.c_str(), ctx, f.kv_type.c_str(),
+    std::printf("model        %s, %d-token context (%s KV cache), %d-token prompt\n", what.c_str(), ctx, f.kv.label().c_str(),
                 std::min(f.prompt, ctx));
     print_machine(profile);
     std::printf("\n| type   |  weights |    needs | decode t/s | first token | ppl +Δ (Llama-3-8B) | weight RMSE | fits |\n");
@@ -351,7 +356,7 @@ Action add_plan(CLI::App& app) {
     cmd->add_option("-p,--prompt", f->prompt, "prompt length for the time to first token")
         ->capture_default_str()->check(CLI::Range(1, 1 << 24));
     cmd->add_option("-t,--threads", f->threads, "predict at this thread count (default: the best one)")->check(CLI::Range(1, 1024));
-    cmd->add_option("--kv-type", f->kv_type, "KV cache type: f16 or f32")->capture_default_str()->check(CLI::IsMember({"f16", "f32"}));
+    f->kv.add_to(*cmd);
     cmd->add_option("--ubatch", f->ubatch, "prompt tokens per forward pass")->capture_default_str()->check(CLI::Range(1, 1 << 16));
     cmd->add_option("--fit", f->fit_gb, "RAM in GB (1e9 bytes) the model may use: list every type, recommend one")
         ->check(CLI::Range(0.001, 1e6));

@@ -1,8 +1,10 @@
 // rill: run GGUF language models on the CPU.
 #include <cstdio>
 #include <new>
+#include <vector>
 
 #include "commands.h"
+#include "kv_flags.h"
 #include "runtime/base/error.h"
 
 int main(int argc, char** argv) {
@@ -29,7 +31,9 @@ int main(int argc, char** argv) {
     };
 
     try {
-        app.parse(argc, argv);
+        std::vector<const char*> args(argv, argv + argc);
+        for (const char*& a : args) a = rill::cli::spell_out_kv_flag(a);
+        app.parse(int(args.size()), args.data());
     } catch (const CLI::CallForHelp& e) {
         return app.exit(e);
     } catch (const CLI::CallForAllHelp& e) {

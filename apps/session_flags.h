@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "kv_flags.h"
 #include "machine_threads.h"
 #include "runtime/session/session.h"
 
@@ -12,18 +13,17 @@ namespace rill::cli {
 struct SessionFlags {
     int threads = 0;
     int ctx = 0;
-    std::string kv_type = "f16";
+    KvFlags kv;
     std::string gemm = "auto";
     int ubatch = 512;
 
-    void add_to(CLI::App& cmd, const std::string& ctx_help = "context length in tokens (default: the model's, at most 4096)",
-                const std::string& kv_help = "KV cache type: f16 or f32") {
+    void add_to(CLI::App& cmd, const std::string& ctx_help = "context length in tokens (default: the model's, at most 4096)") {
         cmd.add_option("-t,--threads", threads,
                        "threads for prompt and decode (default: the counts `rill plan` predicts best, from the cached "
                        "machine profile; without one, every core)")
             ->check(CLI::Range(1, 1024));
         cmd.add_option("-c,--ctx-size,--ctx", ctx, ctx_help)->check(CLI::Range(1, 1 << 24));
-        cmd.add_option("--kv-type", kv_type, kv_help)->capture_default_str()->check(CLI::IsMember({"f16", "f32"}));
+        kv.add_to(cmd);
         add_prompt_flags(cmd, gemm, ubatch);
     }
 
@@ -51,7 +51,7 @@ struct SessionFlags {
         SessionOptions o;
         o.n_ctx = ctx;
         o.n_threads = threads;
-        o.kv_type = parse_kv_type(kv_type);
+        o.kv_types = kv.types();
         o.gemm = parse_gemm_backend(gemm);
         o.n_batch = ubatch;
         return o;

@@ -22,7 +22,7 @@
 extern "C" {
 #endif
 
-#define RILL_API_VERSION 1
+#define RILL_API_VERSION 2
 
 typedef enum rill_status {
     RILL_OK = 0,
@@ -36,7 +36,19 @@ typedef enum rill_status {
     RILL_ERR_INTERNAL = 8          /* anything else, out of memory included */
 } rill_status;
 
-typedef enum rill_kv_type { RILL_KV_F16 = 0, RILL_KV_F32 = 1 } rill_kv_type;
+/* Types of the KV cache (llama.cpp's --cache-type-k / --cache-type-v). Q8_0 and Q4_0 are ggml's blocks of
+ * 32: Q8_0 takes 34 bytes per 32 values (0.53x F16's memory, log-probs a few thousandths away), Q4_0
+ * 18 bytes (0.28x, a larger loss). They need a head size that is a multiple of 32; a model with another
+ * gets RILL_ERR_INVALID_ARGUMENT from rill_session_create with a message naming its head size. */
+typedef enum rill_kv_type {
+    RILL_KV_F16 = 0,
+    RILL_KV_F32 = 1,
+    RILL_KV_BF16 = 2, /* since API version 2 */
+    RILL_KV_Q8_0 = 3, /* since API version 2 */
+    RILL_KV_Q4_0 = 4  /* since API version 2 */
+} rill_kv_type;
+/* For rill_session_params.kv_type_v: the values' own type, t a rill_kv_type. */
+#define RILL_KV_V(t) ((int32_t)(t) + 1)
 
 typedef enum rill_finish_reason {
     RILL_FINISH_STOP = 0,      /* an end-of-generation token or a stop string */
@@ -105,8 +117,15 @@ rill_status rill_apply_chat_template(rill_model* model, const rill_chat_message*
 typedef struct rill_session_params {
     int32_t n_ctx;     /* 0 (default): the model's training context, at most 4096 */
     int32_t n_threads; /* 0 (default): every core */
-    rill_kv_type kv_type; /* default RILL_KV_F16 */
+    rill_kv_type kv_type; /* keys and values; default RILL_KV_F16 */
     uint64_t seed;     /* default 0; sampling draws are reproducible for a seed */
+    /* Appended in API version 2. The values' own type, making kv_type the keys' alone: 0 (what
+     * zero-initialisation and rill_session_default_params give) keeps version 1's meaning, kv_type for
+     * both; otherwise RILL_KV_V(t). E.g. 8-bit keys with half-float values:
+     *     p.kv_type = RILL_KV_Q8_0; p.kv_type_v = RILL_KV_V(RILL_KV_F16);
+     * The field grew the struct: source written for version 1 compiles unchanged, but a program built
+     * against version 1's header must be rebuilt before it runs with this library. */
+    int32_t kv_type_v;
 } rill_session_params;
 
 rill_session_params rill_session_default_params(void);

@@ -131,19 +131,27 @@ RILL_AVX2 void dequantize_q6_k_avx2(const uint8_t* src, float* out, size_t n_blo
 }
 #endif
 
+#ifdef RILL_X86
+// Asked once: CPUID traps to the hypervisor on a virtual machine, and the KV cache converts a head at a
+// time. The AVX2 path requires F16C too (gemv.cpp's cpu_supports).
+bool has_avx2() {
+    static const bool yes = cpu_supports(KernelPath::Avx2);
+    return yes;
+}
+#endif
+
 }  // namespace
 
 void f16_to_f32_row(const uint16_t* in, float* out, size_t n) {
 #ifdef RILL_X86
-    // The AVX2 path requires F16C too (gemv.cpp's cpu_supports).
-    if (cpu_supports(KernelPath::Avx2)) return f16_to_f32_f16c(in, out, n);
+    if (has_avx2()) return f16_to_f32_f16c(in, out, n);
 #endif
     for (size_t i = 0; i < n; ++i) out[i] = f16_to_f32(in[i]);
 }
 
 void dequantize_row(TensorType type, const uint8_t* row, float* out, size_t n) {
 #ifdef RILL_X86
-    if (cpu_supports(KernelPath::Avx2)) {
+    if (has_avx2()) {
         switch (type) {
             case TensorType::F16: return f16_to_f32_f16c(reinterpret_cast<const uint16_t*>(row), out, n);
             case TensorType::Q4_0: return dequantize_q4_0_avx2(row, out, n / 32);

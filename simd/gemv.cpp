@@ -144,6 +144,17 @@ DotGroupsFn GemvKernels::dot_groups(TensorType type) const {
     return nullptr;
 }
 
+WeightedSumFn GemvKernels::weighted_sum(TensorType type) const {
+    switch (type) {
+        case TensorType::F32: return weighted_sum_f32;
+        case TensorType::F16: return weighted_sum_f16;
+        case TensorType::BF16: return weighted_sum_bf16;
+        case TensorType::Q8_0: return weighted_sum_q8_0;
+        case TensorType::Q4_0: return weighted_sum_q4_0;
+        default: return nullptr;
+    }
+}
+
 void GemvKernels::prepare(ActFormat format, const float* x, size_t n, uint8_t* out) const {
     switch (format) {
         case ActFormat::F32: std::memcpy(out, x, n * sizeof(float)); break;

@@ -58,11 +58,14 @@ struct GemvKernels {
     DotRowsFn f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_xs, mxfp4;
     DotGroupsFn q4_0_x8, q8_0_x8, q4_k_x8, q6_k_x8, mxfp4_x8;
     DotGroupsPairFn q4_0_x8_pair, q4_0_x8_quad, q8_0_x8_quad, q4_k_x8_quad, q6_k_x8_quad, mxfp4_x8_quad;
-    WeightedSumFn weighted_sum_f32, weighted_sum_f16;
+    // For the KV cache's types: F32, F16, BF16, Q8_0 and Q4_0 (n a multiple of 32 for the last two).
+    WeightedSumFn weighted_sum_f32, weighted_sum_f16, weighted_sum_bf16, weighted_sum_q8_0, weighted_sum_q4_0;
 
     DotRowsFn dot_rows(TensorType type) const;
     // For the types quant/interleave.h can regroup, else nullptr.
     DotGroupsFn dot_groups(TensorType type) const;
+    // For the KV cache's types (see weighted_sum_f32 and friends), else nullptr.
+    WeightedSumFn weighted_sum(TensorType type) const;
     // nullptr for the types without a two-token kernel.
     DotGroupsPairFn dot_groups_pair(TensorType type) const { return type == TensorType::Q4_0 ? q4_0_x8_pair : nullptr; }
     DotGroupsPairFn dot_groups_quad(TensorType type) const {

@@ -715,6 +715,39 @@ static void weighted_sum(const uint8_t* rows, size_t row_stride, size_t n_rows, 
     }
 }
 
+// The same for rows of ggml's 32-element blocks (Q8_0, Q4_0: a half scale, then the quants), kBlocks
+// blocks (32 * kBlocks columns) per pass over the rows: each block's scale times the row's weight
+// multiplies its integers, converted to float eight at a time by Eight(block, k) for k < 4.
+template <size_t kBytes, F32x8 (*Eight)(const uint8_t*, int), int kBlocks>
+static void weighted_sum_blocks(const uint8_t* rows, size_t row_stride, size_t n_rows, size_t block, const float* weights, float* out) {
+    F32x8 acc[4 * kBlocks];
+    for (auto& a : acc) a = zero_f();
+    for (size_t r = 0; r < n_rows; ++r) {
+        const uint8_t* blk = rows + r * row_stride + block * kBytes;
+        for (int j = 0; j < kBlocks; ++j) {
+            const uint8_t* b = blk + size_t(j) * kBytes;
+            const F32x8 s = splat_f(weights[r] * half_to_float(read_u16(b)));
+            for (int k = 0; k < 4; ++k) acc[4 * j + k] = fma_f(Eight(b, k), s, acc[4 * j + k]);
+        }
+    }
+    for (int i = 0; i < 4 * kBlocks; ++i) store_f32(out + 32 * block + 8 * size_t(i), acc[i]);
+}
+
+// n is a multiple of 32 (a head of a quantized KV cache).
+template <size_t kBytes, F32x8 (*Eight)(const uint8_t*, int)>
+static void weighted_sum_b32(const uint8_t* rows, size_t row_stride, size_t n_rows, size_t n, const float* weights, float* out) {
+    const size_t nb = n / 32;
+    size_t b = 0;
+    for (; b + 2 <= nb; b += 2) weighted_sum_blocks<kBytes, Eight, 2>(rows, row_stride, n_rows, b, weights, out);
+    for (; b < nb; ++b) weighted_sum_blocks<kBytes, Eight, 1>(rows, row_stride, n_rows, b, weights, out);
+}
+
+static inline F32x8 q8_0_eight(const uint8_t* blk, int k) { return load_i8x8_f(blk + 2 + 8 * k); }
+// Values 0..15 are the low nibbles of bytes 0..15, values 16..31 their high nibbles; each less 8.
+static inline F32x8 q4_0_eight(const uint8_t* blk, int k) {
+    return add_f(load_nibbles8_f(blk + 2 + 8 * (k & 1), k < 2 ? 0 : 4), splat_f(-8.0f));
+}
+
 template <float (*Row)(const uint8_t*, size_t, const uint8_t*)>
 static void dot_rows(const uint8_t* rows, size_t row_stride, size_t n_rows, size_t cols, const uint8_t* act, float* out) {
     for (size_t r = 0; r < n_rows; ++r) out[r] = Row(rows + r * row_stride, cols, act);
@@ -753,4 +786,7 @@ static const GemvKernels kKernels = {
     dot_groups_mxfp4_quad,
     weighted_sum<4, load_f32_bytes, scalar_f32>,
     weighted_sum<2, load_f16, scalar_f16>,
+    weighted_sum<2, load_bf16, scalar_bf16>,
+    weighted_sum_b32<34, q8_0_eight>,
+    weighted_sum_b32<18, q4_0_eight>,
 };

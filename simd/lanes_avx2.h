@@ -102,6 +102,15 @@ static inline F32x8 load_e8m0_half(const uint8_t* p) {
     const __m256i tiny = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
     return {_mm256_castsi256_ps(_mm256_blendv_epi8(tiny, normal, _mm256_cmpgt_epi32(e, _mm256_set1_epi32(1))))};
 }
+// Eight signed bytes as floats.
+static inline F32x8 load_i8x8_f(const void* p) {
+    return {_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(static_cast<const __m128i*>(p))))};
+}
+// (p[i] >> shift) & 15 for eight bytes, as floats: one half of eight bytes' nibbles.
+static inline F32x8 load_nibbles8_f(const uint8_t* p, int shift) {
+    const __m256i w = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+    return {_mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(w, shift), _mm256_set1_epi32(0x0f)))};
+}
 static inline F32x8 to_f32(I32x8 a) { return {_mm256_cvtepi32_ps(a.v)}; }
 static inline F32x8 add_f(F32x8 a, F32x8 b) { return {_mm256_add_ps(a.v, b.v)}; }
 static inline F32x8 mul_f(F32x8 a, F32x8 b) { return {_mm256_mul_ps(a.v, b.v)}; }

@@ -149,6 +149,18 @@ static inline F32x8 load_e8m0_half(const uint8_t* p) {
     for (int i = 0; i < 8; ++i) r.f[i] = e8m0_half(p[i]);
     return r;
 }
+static inline F32x8 load_i8x8_f(const void* p) {
+    int8_t b[8];
+    std::memcpy(b, p, 8);
+    F32x8 r;
+    for (int i = 0; i < 8; ++i) r.f[i] = float(b[i]);
+    return r;
+}
+static inline F32x8 load_nibbles8_f(const uint8_t* p, int shift) {
+    F32x8 r;
+    for (int i = 0; i < 8; ++i) r.f[i] = float((p[i] >> shift) & 0x0f);
+    return r;
+}
 static inline F32x8 to_f32(I32x8 a) { F32x8 r; for (int i = 0; i < 8; ++i) r.f[i] = float(a.w[i]); return r; }
 static inline F32x8 add_f(F32x8 a, F32x8 b) { for (int i = 0; i < 8; ++i) a.f[i] += b.f[i]; return a; }
 static inline F32x8 mul_f(F32x8 a, F32x8 b) { for (int i = 0; i < 8; ++i) a.f[i] *= b.f[i]; return a; }

@@ -302,5 +302,33 @@ expect_error 2 "a negative queue" serve -m "$stories" --max-queue -1
 expect_error 2 "a slot folder that does not exist" serve -m "$stories" --slot-save-path "$tmp/no/such/dir"
 expect_error 2 "a negative drain timeout" serve -m "$stories" --drain-timeout -5
 
+# KV cache types: --kv-type for both, llama.cpp's -ctk/-ctv (and long names) for each; q8_0 halves the bytes.
+golden=$shared/golden/synth-llama-A.Q8_0.gguf  # head size 64: every KV type fits
+"$rill" info -m "$golden" --json | grep -q '"kv_type":"f16","kv_bytes_per_token":1024,' && pass "info counts f16 keys and values" ||
+  fail "info f16 KV bytes: $("$rill" info -m "$golden" --json)"
+"$rill" info -m "$golden" --kv-type q8_0 --json | grep -q '"kv_type":"q8_0","kv_bytes_per_token":544,' &&
+  pass "info --kv-type q8_0: 544 bytes per token against f16's 1024" || fail "info q8_0 KV bytes: $("$rill" info -m "$golden" --kv-type q8_0 --json)"
+"$rill" info -m "$golden" -ctk q8_0 >"$tmp/kv.txt" && grep -q "KV cache .*(q8_0 K / f16 V; 784 bytes)" "$tmp/kv.txt" &&
+  grep -q "0.77x the f16 cache" "$tmp/kv.txt" && pass "info -ctk q8_0 counts the keys alone as q8_0" || fail "info -ctk: $(cat "$tmp/kv.txt")"
+"$rill" info -m "$golden" --cache-type-k q4_0 --cache-type-v q4_0 | grep -q "KV cache .*(q4_0; 288 bytes)" &&
+  pass "info --cache-type-k/-v q4_0" || fail "info --cache-type-k/-v q4_0"
+"$rill" info -m "$golden" | grep -q "q8_0 (--kv-type q8_0): 544 B per token" && pass "info tells what q8_0 would take" || fail "info q8_0 hint"
+for types in "--kv-type bf16" "-ctk q8_0 -ctv q8_0" "-ctk q4_0 -ctv f16" "--kv-type f32 -ctv q8_0"; do
+  # shellcheck disable=SC2086
+  "$rill" run -m "$golden" -p "Once upon a time" -n 8 --temp 0 $types >"$tmp/kv.out" 2>"$tmp/kv.err" && [[ -s $tmp/kv.out ]] &&
+    pass "run $types" || fail "run $types: $(cat "$tmp/kv.err")"
+done
+"$rill" run --help | grep -q "q8_0 (ggml's 8-bit blocks: 0.53x f16's memory per token" && "$rill" run --help | grep -q -- "--cache-type-k" &&
+  pass "run --help teaches the KV types" || fail "run --help KV types"
+"$rill" plan --preset llama-3.2-1b --type Q4_0 --kv-type q8_0 --json >"$tmp/plan-kv.json" 2>/dev/null && grep -q '"kv_type": "q8_0"' "$tmp/plan-kv.json" &&
+  pass "plan --kv-type q8_0" || fail "plan --kv-type q8_0: $(head -c 300 "$tmp/plan-kv.json")"
+expect_error 2 "an unknown KV type" run -m "$stories" -p x --kv-type q9
+grep -q "unknown KV cache type 'q9' (use f32, f16, bf16, q8_0 or q4_0)" "$tmp/e" && pass "the KV type error lists the choices" || fail "KV type error: $(cat "$tmp/e")"
+expect_error 2 "an unknown -ctv type" run -m "$stories" -p x -ctv int4
+expect_error 1 "q8_0 keys on a model with head size 8" run -m "$stories" -p x -ctk q8_0
+grep -q "KV cache type q8_0 needs a head size that is a multiple of 32 .* head size is 8" "$tmp/e" &&
+  pass "the head-size error names the type and the head size" || fail "head-size error: $(cat "$tmp/e")"
+expect_error 1 "info with q4_0 values on a model with head size 8" info -m "$stories" --cache-type-v q4_0
+
 echo "$passes passed, $failures failed"
 [[ $failures == 0 ]]

@@ -34,7 +34,7 @@ ArchCase open_case(const std::string& name) {
 
 SessionOptions options(simd::KernelPath path, int threads) {
     // F32 keys and values: the reference keeps them unrounded.
-    return SessionOptions{.n_threads = threads, .kv_type = KvType::F32, .kernels = path};
+    return SessionOptions{.n_threads = threads, .kv_types = KvType::F32, .kernels = path};
 }
 
 double max_distance(std::span<const float> logits, const nlohmann::json& reference) {
@@ -115,7 +115,7 @@ TEST_CASE("a sliding-window model decoded token by token matches its batch evalu
     ArchCase c = open_case("gemma3-A");
     const auto prompt = c.data["prompt_tokens"].get<std::vector<int32_t>>();
     Session batch(*c.model, options(simd::KernelPath::Reference, 1));
-    Session single(*c.model, SessionOptions{.n_threads = 1, .kv_type = KvType::F32, .n_batch = 4,
+    Session single(*c.model, SessionOptions{.n_threads = 1, .kv_types = KvType::F32, .n_batch = 4,
                                             .kernels = simd::KernelPath::Reference});
     const auto lb = batch.eval(prompt);
     const std::vector<float> last(lb.begin(), lb.end());

@@ -647,6 +647,99 @@ TEST_CASE("restoring bytes that are not a saved state fails with RILL_ERR_STATE 
     CHECK(session.position() == 0);
 }
 
+// ---- KV cache types ----------------------------------------------------------------------------------
+
+namespace {
+// A golden model: head size 64, so every KV type fits it (stories260K's is 8).
+std::string golden_path() {
+    const char* env = std::getenv("RILL_SHARED");
+    return std::string(env != nullptr ? env : RILL_SHARED_DIR) + "/golden/synth-llama-A.Q8_0.gguf";
+}
+
+std::vector<float> logits_after(Model& model, rill_session_params params, const std::vector<int32_t>& tokens) {
+    Session session(model, params);
+    REQUIRE(rill_session_eval(session.get(), tokens.data(), tokens.size()) == RILL_OK);
+    return logits(session.get());
+}
+}  // namespace
+
+TEST_CASE("a session takes BF16, Q8_0 and Q4_0 keys and values, each type of its own", "[c_api][kv]") {
+    Model model(golden_path());
+    const std::vector<int32_t> tokens = {1, 20, 30, 40};
+    rill_session_params f16 = session_params(64);
+    const std::vector<float> reference = logits_after(model, f16, tokens);
+    for (const rill_kv_type k : {RILL_KV_F32, RILL_KV_BF16, RILL_KV_Q8_0, RILL_KV_Q4_0})
+        for (const rill_kv_type v : {RILL_KV_F16, RILL_KV_Q8_0}) {
+            INFO("kv_type " << int(k) << ", kv_type_v RILL_KV_V(" << int(v) << ")");
+            rill_session_params p = session_params(64);
+            p.kv_type = k;
+            p.kv_type_v = RILL_KV_V(v);
+            const std::vector<float> l = logits_after(model, p, tokens);
+            REQUIRE(l.size() == reference.size());
+            // The same model's logits rounded differently, not garbage: within a tenth of their spread
+            // (q4_0 keys move them by about 1 of 30 here; precision is test_kv_cache.cpp's business).
+            double worst = 0;
+            for (size_t i = 0; i < l.size(); ++i) worst = std::max(worst, double(std::abs(l[i] - reference[i])));
+            const auto [low, high] = std::minmax_element(reference.begin(), reference.end());
+            INFO("max |Δ logit| " << worst << " of a spread of " << (*high - *low));
+            CHECK(worst < 0.1 * double(*high - *low));
+        }
+}
+
+TEST_CASE("kv_type_v left zero keeps kv_type for keys and values, as before the field existed", "[c_api][kv]") {
+    CHECK(rill_session_default_params().kv_type_v == 0);
+    Model model(golden_path());
+    const std::vector<int32_t> tokens = {1, 20, 30, 40};
+    rill_session_params zero = session_params(64), both = session_params(64), split = session_params(64);
+    zero.kv_type = both.kv_type = split.kv_type = RILL_KV_Q8_0;
+    both.kv_type_v = RILL_KV_V(RILL_KV_Q8_0);
+    split.kv_type_v = RILL_KV_V(RILL_KV_F16);
+    const std::vector<float> a = logits_after(model, zero, tokens);
+    CHECK(a == logits_after(model, both, tokens));
+    CHECK(a != logits_after(model, split, tokens));
+}
+
+TEST_CASE("a quantized KV type on a model whose head size is not a multiple of 32 gives RILL_ERR_INVALID_ARGUMENT naming it", "[c_api][kv]") {
+    Model model(model_path());  // stories260K: head size 8
+    for (const bool values_only : {false, true}) {
+        rill_session_params p = session_params(64);
+        if (values_only) p.kv_type_v = RILL_KV_V(RILL_KV_Q4_0);
+        else p.kv_type = RILL_KV_Q8_0;
+        rill_session* s = nullptr;
+        char error[256] = "";
+        CHECK(rill_session_create(model.get(), &p, &s, error, sizeof error) == RILL_ERR_INVALID_ARGUMENT);
+        CHECK(s == nullptr);
+        CHECK_THAT(error, Catch::Contains(values_only ? "q4_0" : "q8_0") && Catch::Contains("head size is 8"));
+    }
+}
+
+TEST_CASE("an unknown kv_type or kv_type_v gives RILL_ERR_INVALID_ARGUMENT naming the field", "[c_api][kv]") {
+    Model model(golden_path());
+    for (const bool value_field : {false, true}) {
+        rill_session_params p = session_params(64);
+        if (value_field) p.kv_type_v = RILL_KV_V(5);
+        else p.kv_type = static_cast<rill_kv_type>(5);
+        rill_session* s = nullptr;
+        char error[256] = "";
+        CHECK(rill_session_create(model.get(), &p, &s, error, sizeof error) == RILL_ERR_INVALID_ARGUMENT);
+        CHECK(s == nullptr);
+        CHECK_THAT(error, Catch::Contains(value_field ? "kv_type_v" : "kv_type is not a rill_kv_type"));
+    }
+}
+
+TEST_CASE("a state saved with Q8_0 keys and F16 values does not restore into an all-Q8_0 session", "[c_api][kv]") {
+    Model model(golden_path());
+    rill_session_params split = session_params(64), q8 = session_params(64);
+    split.kv_type = q8.kv_type = RILL_KV_Q8_0;
+    split.kv_type_v = RILL_KV_V(RILL_KV_F16);
+    Session source(model, split), target(model, q8);
+    const int32_t tokens[] = {1, 2, 3};
+    REQUIRE(rill_session_eval(source.get(), tokens, 3) == RILL_OK);
+    const std::vector<uint8_t> state = source.save();
+    CHECK(rill_session_restore(target.get(), state.data(), state.size()) == RILL_ERR_STATE);
+    CHECK_THAT(rill_session_error(target.get()), Catch::Contains("q8_0 K / f16 V"));
+}
+
 TEST_CASE("a state saved with F32 keys and values does not restore into an F16 session", "[c_api]") {
     Model model(model_path());
     rill_session_params f32 = session_params(64);

@@ -26,7 +26,7 @@ std::string stories_path() { return test::shared_path("models/stories260K/storie
 SessionOptions exact_options(int threads = 1) {
     SessionOptions o;
     o.n_threads = threads;
-    o.kv_type = KvType::F32;  // the references keep keys and values unrounded
+    o.kv_types = KvType::F32;  // the references keep keys and values unrounded
     o.kernels = simd::KernelPath::Reference;  // exact dequantization, float activations
     return o;
 }

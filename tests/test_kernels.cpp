@@ -128,6 +128,37 @@ TEST_CASE("every kernel on every path equals exact arithmetic on its inputs with
     }
 }
 
+TEST_CASE("every weighted-sum kernel for the KV cache's types, on every path, equals exact arithmetic on the stored values", "[kernels][kv]") {
+    const size_t n = 128, rows = 37;  // two-block passes and a one-block tail for q8_0 and q4_0
+    for (const simd::KernelPath path : integer_paths()) {
+        const simd::GemvKernels& kernels = simd::gemv_kernels(path);
+        for (const TensorType type : {TensorType::F32, TensorType::F16, TensorType::BF16, TensorType::Q8_0, TensorType::Q4_0}) {
+            INFO(simd::kernel_path_name(path) << " " << traits(type).name);
+            const size_t stride = row_bytes(type, n) + 6;  // rows of a wider cache: not packed end to end
+            std::vector<uint8_t> values(stride * rows);
+            std::vector<float> dequantized(n * rows);
+            for (size_t r = 0; r < rows; ++r) {
+                quantize_row(type, test::normal_floats(n, uint32_t(200 + r)).data(), values.data() + r * stride, n);
+                dequantize_row(type, values.data() + r * stride, dequantized.data() + r * n, n);
+            }
+            const auto weights = test::normal_floats(rows, 7);
+            for (const size_t width : {n, size_t(32), size_t(96)}) {
+                INFO("width " << width);
+                std::vector<float> out(width);
+                kernels.weighted_sum(type)(values.data(), stride, rows, width, weights.data(), out.data());
+                for (size_t i = 0; i < width; ++i) {
+                    double exact = 0, magnitude = 0;
+                    for (size_t r = 0; r < rows; ++r) {
+                        exact += double(weights[r]) * dequantized[r * n + i];
+                        magnitude += std::abs(double(weights[r]) * dequantized[r * n + i]);
+                    }
+                    CHECK(std::abs(out[i] - exact) <= 1e-5 * magnitude);
+                }
+            }
+        }
+    }
+}
+
 TEST_CASE("a row's result does not depend on how many rows one call covers", "[kernels]") {
     const size_t cols = 512, rows = 7;
     for (const simd::KernelPath path : integer_paths()) {

@@ -128,7 +128,7 @@ TEST_CASE("a prompt evaluated in one GEMM batch and token by token give the same
         const auto model = load_model(base + ".gguf");
         for (const GemmBackend backend : kGemmBackends) {
             INFO(format << " " << gemm_backend_name(backend));
-            const SessionOptions options{.n_threads = 2, .kv_type = KvType::F32, .kernels = simd::KernelPath::Reference, .gemm = backend};
+            const SessionOptions options{.n_threads = 2, .kv_types = KvType::F32, .kernels = simd::KernelPath::Reference, .gemm = backend};
             Session batch(*model, options), single(*model, options);
             const auto batched = test::log_softmax(batch.eval(prompt));
             std::span<const float> last;
@@ -150,7 +150,7 @@ TEST_CASE("every golden model's log-probs are within 1e-4 of the float64 referen
         const auto model = load_model(base + ".gguf");
         for (const GemmBackend backend : kGemmBackends) {
             INFO(format << " " << gemm_backend_name(backend));
-            Session session(*model, SessionOptions{.n_threads = 2, .kv_type = KvType::F32, .kernels = simd::KernelPath::Reference,
+            Session session(*model, SessionOptions{.n_threads = 2, .kv_types = KvType::F32, .kernels = simd::KernelPath::Reference,
                                                    .gemm = backend});
             const auto logprobs = test::log_softmax(session.eval(prompt));
             CHECK(max_abs_difference(logprobs, golden["ref_logprobs_last"].get<std::vector<double>>()) < 1e-4);
@@ -162,8 +162,8 @@ TEST_CASE("a long prompt runs in micro-batches and gives the logits of one big b
     const auto model = load_model(test::shared_path("golden/synth-llama-A.F16.gguf"));
     std::vector<int32_t> prompt;
     for (int i = 0; i < 100; ++i) prompt.push_back(int32_t((i * 53 + 5) % 512));
-    Session whole(*model, SessionOptions{.n_threads = 2, .kv_type = KvType::F32, .n_batch = 512, .gemm = GemmBackend::Openblas});
-    Session pieces(*model, SessionOptions{.n_threads = 2, .kv_type = KvType::F32, .n_batch = 32, .gemm = GemmBackend::Openblas});
+    Session whole(*model, SessionOptions{.n_threads = 2, .kv_types = KvType::F32, .n_batch = 512, .gemm = GemmBackend::Openblas});
+    Session pieces(*model, SessionOptions{.n_threads = 2, .kv_types = KvType::F32, .n_batch = 32, .gemm = GemmBackend::Openblas});
     const auto a = test::log_softmax(whole.eval(prompt));
     CHECK(max_abs_difference(a, test::log_softmax(pieces.eval(prompt))) < 2e-4);
 }

@@ -226,7 +226,22 @@ RILL_EXPORT rill_status rill_apply_chat_template(rill_model* model, const rill_c
     });
 }
 
-RILL_EXPORT rill_session_params rill_session_default_params(void) { return rill_session_params{0, 0, RILL_KV_F16, 0}; }
+namespace {
+rill::KvType kv_type_of(int64_t id, const char* field) {
+    switch (id) {
+        case RILL_KV_F16: return rill::KvType::F16;
+        case RILL_KV_F32: return rill::KvType::F32;
+        case RILL_KV_BF16: return rill::KvType::BF16;
+        case RILL_KV_Q8_0: return rill::KvType::Q8_0;
+        case RILL_KV_Q4_0: return rill::KvType::Q4_0;
+        default:
+            throw Failure{RILL_ERR_INVALID_ARGUMENT, std::string("rill_session_create: ") + field + " is not a rill_kv_type (" +
+                                                         std::to_string(id) + "; RILL_KV_F16, F32, BF16, Q8_0 or Q4_0)"};
+    }
+}
+}  // namespace
+
+RILL_EXPORT rill_session_params rill_session_default_params(void) { return rill_session_params{0, 0, RILL_KV_F16, 0, 0}; }
 
 RILL_EXPORT rill_status rill_session_create(rill_model* model, const rill_session_params* params, rill_session** session, char* error,
                                             size_t error_size) {
@@ -242,11 +257,11 @@ RILL_EXPORT rill_status rill_session_create(rill_model* model, const rill_sessio
         // so the bits are read as the underlying integer.
         std::underlying_type_t<rill_kv_type> kv_type;
         std::memcpy(&kv_type, &p.kv_type, sizeof kv_type);
-        require(kv_type == RILL_KV_F16 || kv_type == RILL_KV_F32, "rill_session_create: kv_type is neither RILL_KV_F16 nor RILL_KV_F32");
         rill::SessionOptions options;
         options.n_ctx = p.n_ctx;
         options.n_threads = p.n_threads;
-        options.kv_type = kv_type == RILL_KV_F32 ? rill::KvType::F32 : rill::KvType::F16;
+        options.kv_types = kv_type_of(int64_t(kv_type), "kv_type");
+        if (p.kv_type_v != 0) options.kv_types.v = kv_type_of(int64_t(p.kv_type_v) - 1, "kv_type_v (RILL_KV_V(t))");
         auto handle = std::make_unique<rill_session>();
         handle->model = model;
         handle->session = std::make_unique<rill::Session>(*model->model, options);

@@ -7,26 +7,20 @@
 #include <exception>
 
 #include "runtime/compute/ops.h"
-#include "quant/fp16.h"
-#include "simd/convert.h"
 
 namespace rill {
 
 namespace {
 
-// One head's keys as rows and values as columns, positions [oldest, oldest + n_pos), widened to float32.
-void load_head(const KvCache& kv, int layer, int kv_head, int head_dim, int oldest, int n_pos, float* keys, float* values_t) {
-    const size_t offset = size_t(kv_head) * size_t(head_dim);
+// One head's keys as rows and values as columns, positions [oldest, oldest + n_pos), dequantized to
+// float32 from whatever types the cache keeps them in; `value` holds one value head on the way.
+void load_head(const KvCache& kv, int layer, int kv_head, int head_dim, int oldest, int n_pos, float* keys, float* values_t,
+               float* value) {
+    const int offset = kv_head * head_dim;
     for (int p = 0; p < n_pos; ++p) {
-        const size_t at = kv.offset(layer, oldest + p) + offset;
-        float* key = keys + size_t(p) * size_t(head_dim);
-        if (kv.type == KvType::F16) {
-            simd::f16_to_f32_row(&kv.k16[at], key, size_t(head_dim));
-            for (int d = 0; d < head_dim; ++d) values_t[size_t(d) * size_t(n_pos) + size_t(p)] = f16_to_f32(kv.v16[at + size_t(d)]);
-        } else {
-            std::copy_n(&kv.k32[at], head_dim, key);
-            for (int d = 0; d < head_dim; ++d) values_t[size_t(d) * size_t(n_pos) + size_t(p)] = kv.v32[at + size_t(d)];
-        }
+        kv.load_key(layer, oldest + p, offset, head_dim, keys + size_t(p) * size_t(head_dim));
+        kv.load_value(layer, oldest + p, offset, head_dim, value);
+        for (int d = 0; d < head_dim; ++d) values_t[size_t(d) * size_t(n_pos) + size_t(p)] = value[d];
     }
 }
 
@@ -47,10 +41,12 @@ void batch_attention(const Hparams& hp, const KvCache& kv, int layer, int pos0, 
     s.keys.resize(size_t(n_threads));
     s.values_t.resize(size_t(n_threads));
     s.scores.resize(size_t(n_threads));
+    s.value.resize(size_t(n_threads));
     for (int t = 0; t < n_threads; ++t) {
         if (s.keys[size_t(t)].size() < widest * size_t(D)) s.keys[size_t(t)].resize(widest * size_t(D));
         if (s.values_t[size_t(t)].size() < widest * size_t(D)) s.values_t[size_t(t)].resize(widest * size_t(D));
         if (s.scores[size_t(t)].size() < widest * kQueryBlock) s.scores[size_t(t)].resize(widest * kQueryBlock);
+        s.value[size_t(t)].resize(size_t(D));
     }
     std::exception_ptr failure;
 #pragma omp parallel num_threads(n_threads)
@@ -67,7 +63,7 @@ void batch_attention(const Hparams& hp, const KvCache& kv, int layer, int pos0, 
             float* keys = s.keys[size_t(me)].data();
             float* values_t = s.values_t[size_t(me)].data();
             float* scores = s.scores[size_t(me)].data();
-            load_head(kv, layer, kv_head, D, oldest, n_pos, keys, values_t);
+            load_head(kv, layer, kv_head, D, oldest, n_pos, keys, values_t, s.value[size_t(me)].data());
             try {
                 for (int h = kv_head * group; h < (kv_head + 1) * group; ++h) {
                     const float* q_block = q + size_t(first) * size_t(row) + size_t(h) * size_t(D);

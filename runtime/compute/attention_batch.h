@@ -16,8 +16,8 @@ inline constexpr int kQueryBlock = 64;
 
 struct AttentionScratch {
     // Per thread: one head's keys [position][head_dim] and values transposed [head_dim][position] as
-    // float32, and a block's scores [token][position].
-    std::vector<std::vector<float>> keys, values_t, scores;
+    // float32, a block's scores [token][position], and one value head dequantized on its way to values_t.
+    std::vector<std::vector<float>> keys, values_t, scores, value;
 };
 
 // out[t][h] = softmax(q[t][h] · keys[0 .. pos0 + t] · kq_scale) · values (a sliding layer: only the

@@ -11,11 +11,25 @@
 
 namespace rill {
 
+namespace {
+// Room for one query head in any activation format, rounded to a cache line so threads never share one.
+size_t query_bytes(int head_dim) {
+    const size_t n = size_t(head_dim);
+    const size_t most = std::max(simd::act_bytes(simd::ActFormat::F32, n), simd::act_bytes(simd::ActFormat::Q8x32, n));
+    return (most + 63) / 64 * 64;
+}
+}  // namespace
+
 DecodeAttentionScratch::DecodeAttentionScratch(int n_threads, int n_ctx, int head_dim)
-    : n_ctx(n_ctx), scores(size_t(n_threads) * size_t(n_ctx)), head(size_t(n_threads) * size_t(head_dim)) {}
+    : n_ctx(n_ctx),
+      query_stride(query_bytes(head_dim)),
+      scores(size_t(n_threads) * size_t(n_ctx)),
+      head(size_t(n_threads) * size_t(head_dim)),
+      query(size_t(n_threads) * query_stride) {}
 
 void decode_attention(const Hparams& hp, int layer, std::span<const KvPlace> places, const float* q_all, float* out_all,
                       simd::KernelPath path, int n_threads, DecodeAttentionScratch& s, const float* sinks) {
+    if (places.empty()) return;
     const int D = hp.head_dim, group = hp.n_head / hp.n_head_kv, window = hp.window(layer);
     const float scale = hp.kq_scale();
     const int pairs = int(places.size()) * hp.n_head;
@@ -25,8 +39,11 @@ void decode_attention(const Hparams& hp, int layer, std::span<const KvPlace> pla
     const bool parallel = size_t(pairs) * size_t(longest) * size_t(D) * 2 >= kMinParallelWork;
     const bool reference = path == simd::KernelPath::Reference;
     const simd::GemvKernels* kernels = reference ? nullptr : &simd::gemv_kernels(path);
-    const bool f16 = places.empty() || places[0].kv->type == KvType::F16;
-    const size_t elem = f16 ? 2 : 4;
+    const KvTypes types = places[0].kv->types;
+    const TensorType key_type = tensor_type(types.k), value_type = tensor_type(types.v);
+    const simd::ActFormat query_format = simd::act_format(key_type, path);
+    const simd::DotRowsFn dot = reference ? nullptr : kernels->dot_rows(key_type);
+    const simd::WeightedSumFn weighted_sum = reference ? nullptr : kernels->weighted_sum(value_type);
 #pragma omp parallel for num_threads(n_threads) schedule(static) if (parallel)
     for (int i = 0; i < pairs; ++i) {
         const int t = i / hp.n_head, h = i % hp.n_head;
@@ -35,9 +52,6 @@ void decode_attention(const Hparams& hp, int layer, std::span<const KvPlace> pla
         const int pos = places[size_t(t)].pos;
         const int oldest = window > 0 ? std::max(0, pos - window + 1) : 0;  // the first position it sees
         const int n_pos = pos - oldest + 1;
-        const size_t row_stride = size_t(kv.kv_dim) * elem;
-        const auto* keys = f16 ? reinterpret_cast<const uint8_t*>(kv.k16.data()) : reinterpret_cast<const uint8_t*>(kv.k32.data());
-        const auto* values = f16 ? reinterpret_cast<const uint8_t*>(kv.v16.data()) : reinterpret_cast<const uint8_t*>(kv.v32.data());
         const size_t thread = size_t(omp_get_thread_num());
         float* scores = &s.scores[thread * size_t(s.n_ctx)];
         float* buf = &s.head[thread * size_t(D)];
@@ -60,19 +74,24 @@ void decode_attention(const Hparams& hp, int layer, std::span<const KvPlace> pla
         // The visible positions are consecutive slots, wrapping once at the end of a ring.
         const int ring = kv.capacity[size_t(layer)];
         const int head_slots = std::min(n_pos, ring - oldest % ring);
-        const size_t first = (kv.offset(layer, oldest) + size_t(kv_offset)) * elem;
-        const size_t wrapped = (kv.offset(layer, 0) + size_t(kv_offset)) * elem;  // slot 0
-        const auto dot = f16 ? kernels->f16 : kernels->f32;
-        const auto weighted_sum = f16 ? kernels->weighted_sum_f16 : kernels->weighted_sum_f32;
-        const auto* qb = reinterpret_cast<const uint8_t*>(q);
-        dot(keys + first, row_stride, size_t(head_slots), size_t(D), qb, scores);
-        if (n_pos > head_slots) dot(keys + wrapped, row_stride, size_t(n_pos - head_slots), size_t(D), qb, scores + head_slots);
+        const uint8_t* first_key = kv.key_row(layer, oldest) + kv.key_offset(kv_offset);
+        const uint8_t* wrapped_key = kv.key_row(layer, 0) + kv.key_offset(kv_offset);  // slot 0
+        const uint8_t* first_value = kv.value_row(layer, oldest) + kv.value_offset(kv_offset);
+        const uint8_t* wrapped_value = kv.value_row(layer, 0) + kv.value_offset(kv_offset);
+        const uint8_t* query = reinterpret_cast<const uint8_t*>(q);
+        if (query_format != simd::ActFormat::F32) {
+            uint8_t* prepared = &s.query[thread * s.query_stride];
+            kernels->prepare(query_format, q, size_t(D), prepared);
+            query = prepared;
+        }
+        dot(first_key, kv.k_row, size_t(head_slots), size_t(D), query, scores);
+        if (n_pos > head_slots) dot(wrapped_key, kv.k_row, size_t(n_pos - head_slots), size_t(D), query, scores + head_slots);
         for (int p = 0; p < n_pos; ++p) scores[p] *= scale;
         if (sinks) softmax_with_sink(scores, n_pos, sinks[h]);
         else softmax(scores, n_pos);
-        weighted_sum(values + first, row_stride, size_t(head_slots), size_t(D), scores, out);
+        weighted_sum(first_value, kv.v_row, size_t(head_slots), size_t(D), scores, out);
         if (n_pos > head_slots) {
-            weighted_sum(values + wrapped, row_stride, size_t(n_pos - head_slots), size_t(D), scores + head_slots, buf);
+            weighted_sum(wrapped_value, kv.v_row, size_t(n_pos - head_slots), size_t(D), scores + head_slots, buf);
             for (int d = 0; d < D; ++d) out[d] += buf[d];
         }
     }

@@ -1,6 +1,6 @@
 // Attention for decode steps: each token's query against every cached position of its own sequence,
-// reading keys and values straight from the cache's F16 (or F32) rows with the decode kernels. The
-// tokens may belong to different sequences (a server's batch), each with its own cache.
+// reading keys and values straight from the cache's rows, in whatever type they are, with the decode
+// kernels. The tokens may belong to different sequences (a server's batch), each with its own cache.
 #pragma once
 #include <span>
 #include <vector>
@@ -17,17 +17,23 @@ struct KvPlace {
     int pos;
 };
 
-// Per-thread buffers: scores for up to n_ctx positions and one widened head (reference path).
+// Per-thread buffers: scores for up to n_ctx positions, one widened head (reference path), and one
+// query head in 8-bit blocks (the activation format of a quantized key type's kernel).
 struct DecodeAttentionScratch {
     int n_ctx = 0;
+    size_t query_stride = 0;
     std::vector<float> scores, head;
+    std::vector<uint8_t> query;
     DecodeAttentionScratch() = default;
     DecodeAttentionScratch(int n_threads, int n_ctx, int head_dim);
 };
 
 // out[t][h] = softmax(q[t][h] · keys · kq_scale) · values over the positions token t sees in layer
 // `layer` (0 .. places[t].pos, or its last window of them); q and out are [token][n_head][head_dim]. Each (token, head) is one thread's, so
-// results do not depend on the thread count. Every cache has the same KV type. `sinks` (one logit per
+// results do not depend on the thread count. Every cache has the same KV types. Scores come from the
+// weight kernels' dot_rows for the key type: for Q8_0 and Q4_0 keys the query head is rounded to
+// 8-bit blocks of 32 first, as llama.cpp does for a quantized K cache; the values' weighted sum reads
+// their blocks directly. The reference path dequantizes keys and values to floats instead. `sinks` (one logit per
 // head, or nullptr) joins each softmax's denominator.
 void decode_attention(const Hparams& hp, int layer, std::span<const KvPlace> places, const float* q, float* out,
                       simd::KernelPath path, int n_threads, DecodeAttentionScratch& scratch, const float* sinks = nullptr);

@@ -1,41 +1,71 @@
 #include "runtime/compute/kv_cache.h"
 
 #include <algorithm>
-#include <array>
+#include <cctype>
+#include <string>
 
+#include "quant/quantize.h"
 #include "runtime/base/error.h"
-#include "quant/fp16.h"
+#include "simd/convert.h"
 
 namespace rill {
 namespace {
 
-// Every half value as a float: a table lookup beats the bit manipulation on CPUs without F16C.
-const std::array<float, 65536>& half_table() {
-    static const std::array<float, 65536> table = [] {
-        std::array<float, 65536> t{};
-        for (uint32_t h = 0; h < 65536; ++h) t[h] = f16_to_f32(uint16_t(h));
-        return t;
-    }();
-    return table;
-}
+struct KvTypeName {
+    KvType type;
+    std::string_view name;
+    TensorType tensor;
+};
+constexpr KvTypeName kKvTypes[] = {{KvType::F32, "f32", TensorType::F32},
+                                   {KvType::F16, "f16", TensorType::F16},
+                                   {KvType::BF16, "bf16", TensorType::BF16},
+                                   {KvType::Q8_0, "q8_0", TensorType::Q8_0},
+                                   {KvType::Q4_0, "q4_0", TensorType::Q4_0}};
 
-void widen(const uint16_t* src, int n, float* out) {
-    const auto& table = half_table();
-    for (int i = 0; i < n; ++i) out[i] = table[src[i]];
+const KvTypeName& entry(KvType type) {
+    for (const KvTypeName& e : kKvTypes)
+        if (e.type == type) return e;
+    throw Error("unknown KV cache type id " + std::to_string(int(type)));
 }
 
 }  // namespace
 
 KvType parse_kv_type(std::string_view name) {
-    if (name == "f16" || name == "F16") return KvType::F16;
-    if (name == "f32" || name == "F32") return KvType::F32;
-    throw Error("unknown KV cache type '" + std::string(name) + "' (use f16 or f32)");
+    std::string lower(name);
+    for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
+    for (const KvTypeName& e : kKvTypes)
+        if (e.name == lower) return e.type;
+    throw Error("unknown KV cache type '" + std::string(name) + "' (use f32, f16, bf16, q8_0 or q4_0)");
 }
 
-size_t kv_type_bytes(KvType type) { return type == KvType::F16 ? 2 : 4; }
+std::string_view kv_type_name(KvType type) { return entry(type).name; }
 
-KvCache::KvCache(KvType type_, int n_layer_, int n_ctx_, int kv_dim_, std::vector<int> layer_capacity)
-    : type(type_), n_layer(n_layer_), n_ctx(n_ctx_), kv_dim(kv_dim_), capacity(std::move(layer_capacity)) {
+std::string kv_types_label(KvTypes types) {
+    if (types.k == types.v) return std::string(kv_type_name(types.k));
+    return std::string(kv_type_name(types.k)) + " K / " + std::string(kv_type_name(types.v)) + " V";
+}
+
+TensorType tensor_type(KvType type) { return entry(type).tensor; }
+
+bool is_quantized(KvType type) { return type == KvType::Q8_0 || type == KvType::Q4_0; }
+
+size_t kv_row_bytes(KvType type, int n) {
+    const TensorTypeTraits& t = traits(tensor_type(type));
+    return (size_t(std::max(0, n)) + t.block_size - 1) / t.block_size * t.bytes_per_block;
+}
+
+void check_kv_types(KvTypes types, int head_dim) {
+    for (const KvType type : {types.k, types.v})
+        if (is_quantized(type) && head_dim % 32 != 0)
+            throw Error("KV cache type " + std::string(kv_type_name(type)) + " needs a head size that is a multiple of 32 (its blocks of 32 " +
+                        "must not straddle two heads); this model's head size is " + std::to_string(head_dim) + ": use f16, bf16 or f32");
+}
+
+KvCache::KvCache(KvTypes types_, int n_layer_, int n_ctx_, int kv_dim_, int head_dim, std::vector<int> layer_capacity)
+    : types(types_), n_layer(n_layer_), n_ctx(n_ctx_), kv_dim(kv_dim_), capacity(std::move(layer_capacity)) {
+    check_kv_types(types, head_dim);
+    k_row = kv_row_bytes(types.k, kv_dim);
+    v_row = kv_row_bytes(types.v, kv_dim);
     if (capacity.empty()) capacity.assign(size_t(n_layer), n_ctx);
     size_t slots = 0;
     for (int& c : capacity) {
@@ -43,45 +73,23 @@ KvCache::KvCache(KvType type_, int n_layer_, int n_ctx_, int kv_dim_, std::vecto
         first.push_back(slots);
         slots += size_t(c);
     }
-    const size_t n = slots * size_t(kv_dim);
-    if (type == KvType::F16) {
-        k16.resize(n);
-        v16.resize(n);
-    } else {
-        k32.resize(n);
-        v32.resize(n);
-    }
+    k.resize(slots * k_row);
+    v.resize(slots * v_row);
 }
 
-void KvCache::store(int layer, int pos, const float* k, const float* v) {
-    const size_t o = offset(layer, pos);
-    if (type == KvType::F16) {
-        for (int i = 0; i < kv_dim; ++i) {
-            k16[o + i] = f32_to_f16(k[i]);
-            v16[o + i] = f32_to_f16(v[i]);
-        }
-    } else {
-        std::copy(k, k + kv_dim, k32.begin() + o);
-        std::copy(v, v + kv_dim, v32.begin() + o);
-    }
+void KvCache::store(int layer, int pos, const float* keys, const float* values) {
+    quantize_row(tensor_type(types.k), keys, key_row(layer, pos), size_t(kv_dim));
+    quantize_row(tensor_type(types.v), values, value_row(layer, pos), size_t(kv_dim));
 }
 
 void KvCache::load_key(int layer, int pos, int head_offset, int n, float* out) const {
-    const size_t o = offset(layer, pos) + head_offset;
-    if (type == KvType::F16) widen(&k16[o], n, out);
-    else std::copy(&k32[o], &k32[o] + n, out);
+    simd::dequantize_row(tensor_type(types.k), key_row(layer, pos) + key_offset(head_offset), out, size_t(n));
 }
 
 void KvCache::load_value(int layer, int pos, int head_offset, int n, float* out) const {
-    const size_t o = offset(layer, pos) + head_offset;
-    if (type == KvType::F16) widen(&v16[o], n, out);
-    else std::copy(&v32[o], &v32[o] + n, out);
+    simd::dequantize_row(tensor_type(types.v), value_row(layer, pos) + value_offset(head_offset), out, size_t(n));
 }
 
-uint64_t KvCache::bytes() const {
-    uint64_t slots = 0;
-    for (const int c : capacity) slots += uint64_t(c);
-    return uint64_t(2) * slots * uint64_t(kv_dim) * kv_type_bytes(type);
-}
+uint64_t KvCache::bytes() const { return uint64_t(k.size()) + uint64_t(v.size()); }
 
 }  // namespace rill

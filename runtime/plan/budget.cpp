@@ -98,17 +98,20 @@ ModelShape shape_of_preset(const SynthPreset& p, const QuantRecipe& recipe) {
     return shape;
 }
 
-uint64_t kv_bytes_per_token(const Hparams& hp, KvType kv_type) {
-    return uint64_t(2) * uint64_t(hp.n_layer) * uint64_t(hp.kv_dim()) * kv_type_bytes(kv_type);
+// Keys and values of one position of one layer.
+static uint64_t kv_bytes_per_slot(const Hparams& hp, KvTypes kv_types) {
+    return uint64_t(kv_row_bytes(kv_types.k, hp.kv_dim())) + uint64_t(kv_row_bytes(kv_types.v, hp.kv_dim()));
 }
 
-uint64_t kv_cache_bytes(const Hparams& hp, int n_ctx, int n_batch, KvType kv_type) {
+uint64_t kv_bytes_per_token(const Hparams& hp, KvTypes kv_types) { return uint64_t(hp.n_layer) * kv_bytes_per_slot(hp, kv_types); }
+
+uint64_t kv_cache_bytes(const Hparams& hp, int n_ctx, int n_batch, KvTypes kv_types) {
     uint64_t slots = 0;
     for (int l = 0; l < hp.n_layer; ++l) slots += uint64_t(kv_layer_slots(hp, l, std::max(0, n_ctx), n_batch));
-    return uint64_t(2) * slots * uint64_t(hp.kv_dim()) * kv_type_bytes(kv_type);
+    return slots * kv_bytes_per_slot(hp, kv_types);
 }
 
-DecodeBudget decode_bytes_per_token(const ModelShape& shape, int position, KvType kv_type) {
+DecodeBudget decode_bytes_per_token(const ModelShape& shape, int position, KvTypes kv_types) {
     DecodeBudget budget;
     for (const TensorShape& t : shape.tensors) {
         // A step looks up one embedding row, but multiplies by the whole output matrix; when the two
@@ -118,7 +121,7 @@ DecodeBudget decode_bytes_per_token(const ModelShape& shape, int position, KvTyp
     }
     // Each layer reads the keys and values of every earlier position, a sliding one its window's.
     const Hparams& hp = shape.hp;
-    const uint64_t per_position = uint64_t(2) * uint64_t(hp.kv_dim()) * kv_type_bytes(kv_type);
+    const uint64_t per_position = kv_bytes_per_slot(hp, kv_types);
     for (int l = 0; l < hp.n_layer; ++l) {
         const int seen = hp.window(l) > 0 ? std::min(std::max(0, position), hp.window(l)) : std::max(0, position);
         budget.kv_bytes += per_position * uint64_t(seen);
@@ -146,11 +149,11 @@ double prompt_flops(const ModelShape& shape, int n_tokens) {
 
 int default_context(const Hparams& hp) { return std::min(hp.n_ctx_train, 4096); }
 
-MemoryNeeds memory_needs(const ModelShape& shape, int n_ctx, int n_batch, int n_threads, KvType kv_type) {
+MemoryNeeds memory_needs(const ModelShape& shape, int n_ctx, int n_batch, int n_threads, KvTypes kv_types) {
     const Hparams& hp = shape.hp;
     MemoryNeeds needs;
     needs.weights = shape.weight_bytes();
-    needs.kv_cache = kv_cache_bytes(hp, n_ctx, n_batch, kv_type);
+    needs.kv_cache = kv_cache_bytes(hp, n_ctx, n_batch, kv_types);
     // What Session, matmul and batch attention allocate at most (see their resize calls).
     const uint64_t batch = uint64_t(std::max(1, std::min(n_batch, n_ctx)));
     const uint64_t threads = uint64_t(std::max(1, n_threads)), ctx = uint64_t(std::max(1, n_ctx));

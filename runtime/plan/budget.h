@@ -53,13 +53,14 @@ struct DecodeBudget {
     uint64_t total() const { return weight_bytes + kv_bytes; }
 };
 
-// Keys and values of one position, all layers.
-uint64_t kv_bytes_per_token(const Hparams& hp, KvType kv_type);
+// Keys and values of one position, all layers, in their types (Q8_0: 34 bytes per 32 values, a
+// little over half of F16's 64).
+uint64_t kv_bytes_per_token(const Hparams& hp, KvTypes kv_types);
 // The KV cache a session allocates: every layer's slots (a sliding layer's ring only its window plus
 // a chunk, as llama.cpp's default cache without --swa-full).
-uint64_t kv_cache_bytes(const Hparams& hp, int n_ctx, int n_batch, KvType kv_type);
+uint64_t kv_cache_bytes(const Hparams& hp, int n_ctx, int n_batch, KvTypes kv_types);
 // The bytes one decode step reads at `position` (the number of tokens already in the KV cache).
-DecodeBudget decode_bytes_per_token(const ModelShape& shape, int position, KvType kv_type);
+DecodeBudget decode_bytes_per_token(const ModelShape& shape, int position, KvTypes kv_types);
 // Floating-point operations (a multiply-add is two) of a prompt of n_tokens evaluated from position 0,
 // with logits for its last token only, as llama-bench's pp rows do: matrix products plus attention's
 // two products per head. Norms and activations, a fraction of a percent, are left out.
@@ -74,6 +75,6 @@ struct MemoryNeeds {
 
 // Default context of a session: the model's training context, at most 4096 (as Session chooses).
 int default_context(const Hparams& hp);
-MemoryNeeds memory_needs(const ModelShape& shape, int n_ctx, int n_batch, int n_threads, KvType kv_type);
+MemoryNeeds memory_needs(const ModelShape& shape, int n_ctx, int n_batch, int n_threads, KvTypes kv_types);
 
 }  // namespace rill

@@ -282,7 +282,7 @@ double by_head_dim(const std::vector<int>& counts, const std::vector<double> (&r
 double time_decode_attention(int head_dim, int n_threads, int n_ctx, bool warm_up) {
     Hparams hp;
     hp.n_layer = 1, hp.n_head = 32, hp.n_head_kv = 8, hp.head_dim = head_dim;
-    KvCache cache(KvType::F16, 1, n_ctx, hp.kv_dim());
+    KvCache cache(KvType::F16, 1, n_ctx, hp.kv_dim(), hp.head_dim);
     std::vector<float> q(size_t(hp.q_dim()), 0.01f), out(size_t(hp.q_dim()));
     DecodeAttentionScratch scratch(n_threads, n_ctx, head_dim);
     const KvPlace place[] = {{&cache, n_ctx - 1}};
@@ -295,7 +295,7 @@ double time_decode_attention(int head_dim, int n_threads, int n_ctx, bool warm_u
 double time_prompt_attention(int head_dim, int n_threads, int n_tokens, bool warm_up) {
     Hparams hp;
     hp.n_layer = 1, hp.n_head = 8, hp.n_head_kv = 2, hp.head_dim = head_dim;
-    KvCache cache(KvType::F16, 1, n_tokens, hp.kv_dim());
+    KvCache cache(KvType::F16, 1, n_tokens, hp.kv_dim(), hp.head_dim);
     std::vector<float> q(size_t(n_tokens) * size_t(hp.q_dim()), 0.01f), out(q.size());
     AttentionScratch scratch;
     return best_seconds(1, warm_up, [&] {

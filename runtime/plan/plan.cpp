@@ -47,11 +47,11 @@ double gemm_rate(const MachineProfile& p, TensorType type, int n_threads, int co
 }  // namespace
 
 DecodeEstimate predict_decode(const ModelShape& shape, const MachineProfile& profile, int n_threads, int position,
-                              KvType kv_type) {
+                              KvTypes kv_types) {
     DecodeEstimate e;
     e.n_threads = n_threads;
     e.position = position;
-    const DecodeBudget budget = decode_bytes_per_token(shape, position, kv_type);
+    const DecodeBudget budget = decode_bytes_per_token(shape, position, kv_types);
     e.bytes = budget.total();
     e.bandwidth_gbps = profile.read_bandwidth(n_threads);
     const double bandwidth = e.bandwidth_gbps * 1e9;
@@ -137,8 +137,8 @@ auto fastest(const MachineProfile& profile, Predict&& predict) {
 
 }  // namespace
 
-DecodeEstimate best_decode(const ModelShape& shape, const MachineProfile& profile, int position, KvType kv_type) {
-    return fastest(profile, [&](int t) { return predict_decode(shape, profile, t, position, kv_type); });
+DecodeEstimate best_decode(const ModelShape& shape, const MachineProfile& profile, int position, KvTypes kv_types) {
+    return fastest(profile, [&](int t) { return predict_decode(shape, profile, t, position, kv_types); });
 }
 
 PrefillEstimate best_prefill(const ModelShape& shape, const MachineProfile& profile, int n_tokens, int n_batch) {

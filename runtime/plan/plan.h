@@ -33,13 +33,13 @@ struct PrefillEstimate {
 };
 
 DecodeEstimate predict_decode(const ModelShape& shape, const MachineProfile& profile, int n_threads, int position,
-                              KvType kv_type = KvType::F16);
+                              KvTypes kv_types = KvType::F16);
 PrefillEstimate predict_prefill(const ModelShape& shape, const MachineProfile& profile, int n_threads, int n_tokens,
                                 int n_batch = 512);
 
 // The measured thread count with the best prediction; on a tie (within 2%) the fewer threads, which
 // leave cores to the rest of the machine.
-DecodeEstimate best_decode(const ModelShape& shape, const MachineProfile& profile, int position, KvType kv_type = KvType::F16);
+DecodeEstimate best_decode(const ModelShape& shape, const MachineProfile& profile, int position, KvTypes kv_types = KvType::F16);
 PrefillEstimate best_prefill(const ModelShape& shape, const MachineProfile& profile, int n_tokens, int n_batch = 512);
 
 struct ThreadPlan {

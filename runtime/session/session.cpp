@@ -51,7 +51,7 @@ Session::Session(const Model& model, const SessionOptions& options)
     const Hparams& hp = model.hp;
     std::vector<int> capacity(size_t(hp.n_layer));
     for (int l = 0; l < hp.n_layer; ++l) capacity[size_t(l)] = kv_layer_slots(hp, l, n_ctx_, n_batch_);
-    kv_ = KvCache(options.kv_type, hp.n_layer, n_ctx_, hp.kv_dim(), std::move(capacity));
+    kv_ = KvCache(options.kv_types, hp.n_layer, n_ctx_, hp.kv_dim(), hp.head_dim, std::move(capacity));
     // LongRoPE: llama.cpp picks the long factors when the context exceeds the original one.
     rope_factors_ = model.rope_freqs ? model.rope_freqs
                     : n_ctx_ > hp.rope.n_ctx_orig ? model.rope_factors_long
@@ -262,7 +262,7 @@ std::span<const float> Session::eval_batch(std::span<const BatchPiece> pieces) {
         const Session& s = *pieces[i].session;
         const size_t n = pieces[i].tokens.size();
         if (&s.model_ != &lead.model_) throw Error("eval_together: the sessions use different models");
-        if (s.kv_.type != lead.kv_.type) throw Error("eval_together: the sessions use different KV cache types");
+        if (s.kv_.types != lead.kv_.types) throw Error("eval_together: the sessions use different KV cache types");
         for (size_t j = 0; j < i; ++j)
             if (pieces[j].session == &s) throw Error("eval_together: a session appears twice in the batch");
         if (n == 0) throw Error("nothing to evaluate: session " + std::to_string(i) + " has no tokens in the batch");
@@ -352,7 +352,9 @@ std::vector<float> Session::embed(std::span<const int32_t> tokens) {
 }
 
 namespace {
-constexpr char kStateMagic[8] = {'R', 'I', 'L', 'L', 'S', 'T', 'A', '1'};
+// Version 2 carries the key and the value type; version 1 (one type for both, 0: F16, 1: F32) still loads.
+constexpr char kStateMagic[8] = {'R', 'I', 'L', 'L', 'S', 'T', 'A', '2'};
+constexpr char kStateMagicV1[8] = {'R', 'I', 'L', 'L', 'S', 'T', 'A', '1'};
 
 template <typename T>
 void put(std::vector<uint8_t>& out, const T& value) {
@@ -375,6 +377,11 @@ struct StateReader {
         return v;
     }
 };
+
+KvType state_kv_type(int32_t id) {
+    if (id < int32_t(KvType::F16) || id > int32_t(KvType::Q4_0)) throw Error("session state has an unknown KV cache type id " + std::to_string(id));
+    return KvType(id);
+}
 }  // namespace
 
 // The first position a layer must keep to go on from `pos`: 0, or the start of its window.
@@ -382,28 +389,20 @@ static int first_kept(const Hparams& hp, int layer, int pos) {
     return hp.window(layer) > 0 ? std::max(0, pos - hp.window(layer)) : 0;
 }
 
-// Where position p's key (which = 0) or value (1) of a layer lives in the cache, as bytes.
-static uint8_t* slot_bytes(KvCache& kv, int layer, int pos, int which) {
-    const size_t o = kv.offset(layer, pos);
-    if (kv.type == KvType::F16) return reinterpret_cast<uint8_t*>((which ? kv.v16 : kv.k16).data() + o);
-    return reinterpret_cast<uint8_t*>((which ? kv.v32 : kv.k32).data() + o);
-}
-
-// Layout: magic, n_layer, kv_dim, n_vocab, kv type, position, has-logits (int32 each); then per
-// layer the keys, then the values, of the positions it needs to go on (all of [0, position), or a
-// sliding layer's last window of them); then the last logits if present.
+// Layout: magic, n_layer, kv_dim, n_vocab, key type, value type, position, has-logits (int32 each);
+// then per layer the keys, then the values, of the positions it needs to go on (all of [0, position),
+// or a sliding layer's last window of them), each row as the cache keeps it; then the last logits if
+// present.
 std::vector<uint8_t> Session::save_state() const {
     const Hparams& hp = model_.hp;
     std::vector<uint8_t> out(kStateMagic, kStateMagic + 8);
-    for (const int32_t v : {hp.n_layer, hp.kv_dim(), hp.n_vocab, int32_t(kv_.type), int32_t(pos_), int32_t(has_logits_)}) put(out, v);
-    const size_t row = size_t(kv_.kv_dim) * kv_type_bytes(kv_.type);
-    auto& kv = const_cast<KvCache&>(kv_);  // slot_bytes only reads here
-    for (int l = 0; l < hp.n_layer; ++l)
-        for (int which = 0; which < 2; ++which)
-            for (int p = first_kept(hp, l, pos_); p < pos_; ++p) {
-                const uint8_t* src = slot_bytes(kv, l, p, which);
-                out.insert(out.end(), src, src + row);
-            }
+    for (const int32_t v : {hp.n_layer, hp.kv_dim(), hp.n_vocab, int32_t(kv_.types.k), int32_t(kv_.types.v), int32_t(pos_),
+                            int32_t(has_logits_)})
+        put(out, v);
+    for (int l = 0; l < hp.n_layer; ++l) {
+        for (int p = first_kept(hp, l, pos_); p < pos_; ++p) out.insert(out.end(), kv_.key_row(l, p), kv_.key_row(l, p) + kv_.k_row);
+        for (int p = first_kept(hp, l, pos_); p < pos_; ++p) out.insert(out.end(), kv_.value_row(l, p), kv_.value_row(l, p) + kv_.v_row);
+    }
     if (has_logits_) {
         const auto logits = last_logits();
         const auto* p = reinterpret_cast<const uint8_t*>(logits.data());
@@ -417,23 +416,27 @@ void Session::load_state(std::span<const uint8_t> state) {
     StateReader in{state};
     char magic[8];
     in.read(magic, 8);
-    if (std::memcmp(magic, kStateMagic, 8) != 0) throw Error("not a rill session state (bad magic bytes)");
+    const bool v1 = std::memcmp(magic, kStateMagicV1, 8) == 0;
+    if (!v1 && std::memcmp(magic, kStateMagic, 8) != 0) throw Error("not a rill session state (bad magic bytes)");
     const int32_t n_layer = in.get<int32_t>(), kv_dim = in.get<int32_t>(), n_vocab = in.get<int32_t>();
     if (n_layer != hp.n_layer || kv_dim != hp.kv_dim() || n_vocab != hp.n_vocab)
         throw Error("session state is for another model (" + std::to_string(n_layer) + " layers, kv_dim " + std::to_string(kv_dim) +
                     ", vocabulary " + std::to_string(n_vocab) + ")");
-    if (in.get<int32_t>() != int32_t(kv_.type)) throw Error("session state has another KV cache type");
+    KvTypes types = state_kv_type(in.get<int32_t>());
+    if (!v1) types.v = state_kv_type(in.get<int32_t>());
+    if (types != kv_.types)
+        throw Error("session state has a " + kv_types_label(types) + " KV cache; this session's is " + kv_types_label(kv_.types));
     const int32_t pos = in.get<int32_t>(), logits = in.get<int32_t>();
     if (pos < 0 || pos > n_ctx_)
         throw Error("session state holds " + std::to_string(pos) + " positions; this session's context is " + std::to_string(n_ctx_));
-    const size_t row = size_t(kv_.kv_dim) * kv_type_bytes(kv_.type);
     size_t need = logits ? size_t(n_vocab) * 4 : 0;
-    for (int l = 0; l < hp.n_layer; ++l) need += 2 * row * size_t(pos - first_kept(hp, l, pos));
+    for (int l = 0; l < hp.n_layer; ++l) need += (kv_.k_row + kv_.v_row) * size_t(pos - first_kept(hp, l, pos));
     if (state.size() - in.at != need)
         throw Error("session state has " + std::to_string(state.size() - in.at) + " bytes of data, expected " + std::to_string(need));
-    for (int l = 0; l < hp.n_layer; ++l)
-        for (int which = 0; which < 2; ++which)
-            for (int p = first_kept(hp, l, pos); p < pos; ++p) in.read(slot_bytes(kv_, l, p, which), row);
+    for (int l = 0; l < hp.n_layer; ++l) {
+        for (int p = first_kept(hp, l, pos); p < pos; ++p) in.read(kv_.key_row(l, p), kv_.k_row);
+        for (int p = first_kept(hp, l, pos); p < pos; ++p) in.read(kv_.value_row(l, p), kv_.v_row);
+    }
     has_logits_ = logits != 0;
     if (has_logits_) {
         logits_.resize(size_t(n_vocab));

@@ -21,7 +21,7 @@ struct SessionOptions {
     int n_ctx = 0;      // 0: the model's training context, at most 4096
     int n_threads = 0;        // decode steps; 0: every core
     int n_threads_batch = 0;  // prompt batches (more than one token of one sequence); 0: as n_threads
-    KvType kv_type = KvType::F16;
+    KvTypes kv_types = KvType::F16;  // keys and values; a quantized type needs head_dim % 32 == 0
     int n_batch = 512;  // prompt tokens evaluated per forward pass; longer prompts run in chunks
     std::optional<simd::KernelPath> kernels = std::nullopt;  // unset: simd::default_kernel_path()
     GemmBackend gemm = GemmBackend::Auto;  // for prompt batches; Auto chooses per weight type and batch
@@ -77,7 +77,7 @@ public:
     std::vector<float> embed(std::span<const int32_t> tokens);
 
     // The position, the keys and values before it and the last logits, as bytes that load_state()
-    // takes back into a session of the same model, KV type and at least that context.
+    // takes back into a session of the same model, KV types and at least that context.
     std::vector<uint8_t> save_state() const;
     void load_state(std::span<const uint8_t> state);  // throws rill::Error naming the mismatch
     // The logits of the last token evaluated (empty before the first eval).
