@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -42,6 +43,7 @@ struct ServeFlags {
     bool verbose = false;
     bool no_cache_prompt = false;
     int prefill_chunk = 64;
+    double prefill_slowdown = 2;
     int max_queue = 64;
     int cache_ram_mb = 0;
     std::string slot_save_path;
@@ -115,7 +117,8 @@ public:
         : flags_(flags),
           scheduler_(model, vocab, options,
                      serve::SchedulerOptions{.n_slots = flags.parallel, .cache_prompt = !flags.no_cache_prompt,
-                                             .prefill_chunk = flags.prefill_chunk, .max_queue = flags.max_queue,
+                                             .prefill_chunk = flags.prefill_chunk, .prefill_slowdown = flags.prefill_slowdown,
+                                             .max_queue = flags.max_queue,
                                              .cache_ram_bytes = uint64_t(flags.cache_ram_mb) << 20},
                      metrics_),
           served_{model, vocab, std::move(id), model.file.get_string("tokenizer.chat_template").value_or(""), scheduler_.n_ctx(),
@@ -361,6 +364,7 @@ private:
                 {"n_vocab", served_.model.hp.n_vocab},
                 {"cache_prompt", o.cache_prompt},
                 {"prefill_chunk", o.prefill_chunk},
+                {"prefill_slowdown", o.prefill_slowdown},
                 {"max_queue", o.max_queue},
                 {"cache_ram_mb", flags_.cache_ram_mb},
                 {"slot_save_path", flags_.slot_save_path},
@@ -572,9 +576,19 @@ Action add_serve(CLI::App& app) {
     cmd->add_flag("--no-cache-prompt", flags->no_cache_prompt,
                   "evaluate every prompt whole; by default a request goes to the slot whose cached tokens share the longest "
                   "prefix with it and evaluates only the rest");
+    cmd->add_option("--prefill-slowdown", flags->prefill_slowdown,
+                    "while a prompt is read and other streams are generating, a step may take at most this many times a "
+                    "step of theirs alone: the server measures both and sizes the prompt's pieces to fit, so their time "
+                    "between tokens stays bounded on any machine; larger gives the prompt its first token sooner; 0: "
+                    "only --prefill-chunk bounds it")
+        ->capture_default_str()
+        ->check(CLI::Validator([](const std::string& text) -> std::string {
+                    const double x = std::strtod(text.c_str(), nullptr);
+                    return x == 0 || (x > 1 && x <= 1000) ? "" : "must be above 1 (and at most 1000), or 0 for no bound";
+                }, "0 or >1"));
     cmd->add_option("--prefill-chunk", flags->prefill_chunk,
-                    "prompt tokens evaluated per step while other streams are generating: smaller keeps their token rate "
-                    "steadier while a long prompt arrives, larger gives that prompt its first token sooner")
+                    "at most this many prompt tokens per step while other streams are generating (the pieces "
+                    "--prefill-slowdown sizes are never larger)")
         ->capture_default_str()->check(CLI::Range(1, 1 << 16));
     cmd->add_option("--max-queue", flags->max_queue,
                     "requests that may wait for a free slot; beyond them the server answers 503 with Retry-After")

@@ -34,6 +34,9 @@ Scheduler::Scheduler(const Model& model, const Vocab& vocab, const SessionOption
     : model_(model), vocab_(vocab), options_(options), metrics_(metrics) {
     if (options.n_slots < 1) throw Error("the server needs at least one slot (--parallel)");
     if (options.prefill_chunk < 1) throw Error("--prefill-chunk must be at least 1 token");
+    if (options.prefill_slowdown != 0 && options.prefill_slowdown <= 1) throw Error("--prefill-slowdown must be above 1, or 0 for no bound");
+    pacer_.slowdown = options.prefill_slowdown;
+    pacer_.max_piece = options.prefill_chunk;
     for (int i = 0; i < options.n_slots; ++i) {
         Slot slot;
         slot.id = i;
@@ -270,10 +273,11 @@ void Scheduler::step() {
         members.push_back(&slot);
     }
     std::sort(reading.begin(), reading.end(), [](const Slot* a, const Slot* b) { return a->job->submitted < b->job->submitted; });
-    // While streams are generating, a pass takes only --prefill-chunk prompt tokens, which bounds how
+    // While streams are generating, a pass takes only as many prompt tokens as keep it within
+    // --prefill-slowdown times a pass of theirs alone (and --prefill-chunk at most), which bounds how
     // much a long prompt delays their next token; with none generating, prompts go at full pieces.
-    size_t budget = pieces.empty() ? size_t(n_batch_) : size_t(options_.prefill_chunk);
     const size_t decoding = members.size();
+    size_t budget = pieces.empty() ? size_t(n_batch_) : size_t(prefill_piece(pacer_, int(decoding)));
     for (Slot* slot : reading) {
         if (budget == 0) break;
         const std::span<const int32_t> prompt(slot->job->prompt);
@@ -283,6 +287,9 @@ void Scheduler::step() {
         budget -= n;
     }
     if (pieces.empty()) return;
+    size_t prompt_tokens = 0;
+    for (size_t i = decoding; i < pieces.size(); ++i) prompt_tokens += pieces[i].tokens.size();
+    const auto started = Clock::now();
     try {
         Session::eval_batch(pieces);
     } catch (const std::exception& e) {
@@ -294,6 +301,7 @@ void Scheduler::step() {
         return;
     }
     const auto now = Clock::now();
+    observe_step(pacer_, int(decoding), int(prompt_tokens), ms_between(started, now));
     std::string piece;
     for (size_t i = 0; i < members.size(); ++i) {
         Slot& slot = *members[i];

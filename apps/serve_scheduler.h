@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "serve_metrics.h"
+#include "serve_prefill_pacer.h"
 #include "serve_prefix_cache.h"
 #include "runtime/base/error.h"
 #include "runtime/session/completion.h"
@@ -72,7 +73,8 @@ struct NoSuchSlot : Error {
 struct SchedulerOptions {
     int n_slots = 1;
     bool cache_prompt = true;  // false: every request evaluates its whole prompt (--no-cache-prompt)
-    int prefill_chunk = 32;    // prompt tokens per pass while other streams are generating
+    int prefill_chunk = 64;    // at most this many prompt tokens per pass while other streams are generating
+    double prefill_slowdown = 2;  // and only as many as keep that pass within this many times a pass without them (0: no bound)
     int max_queue = 64;        // requests that may wait for a slot; submit() refuses more
     uint64_t cache_ram_bytes = 0;  // conversations' states kept beyond the slots (--cache-ram); 0: none
 };
@@ -151,6 +153,7 @@ private:
     std::vector<SlotInfo> info_;               // under mutex_
     std::unique_ptr<Session> embed_session_;
     std::optional<PrefixCache> prefix_cache_;  // only the loop's thread touches it
+    PrefillPacer pacer_;                       // likewise
     int busy_ = 0;
     uint64_t cache_ram_bytes_ = 0;  // prefix_cache_'s size, under mutex_ for counts()
     int cache_ram_entries_ = 0;

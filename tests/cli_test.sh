@@ -293,11 +293,12 @@ expect_error 2 "--grammar and --json-schema together" run -m "$stories" -p x --g
 
 # rill serve's serving flags: --help teaches them, bad values are usage errors before the model loads.
 "$rill" serve --help >"$tmp/serve.help" 2>&1
-for flag in --max-queue --prefill-chunk --no-cache-prompt --cache-ram --slot-save-path --drain-timeout /metrics; do
+for flag in --max-queue --prefill-chunk --prefill-slowdown --no-cache-prompt --cache-ram --slot-save-path --drain-timeout /metrics; do
   grep -q -- "$flag" "$tmp/serve.help" || fail "serve --help does not mention $flag"
 done
 pass "serve --help names the serving flags and routes"
 expect_error 2 "a prefill chunk of 0" serve -m "$stories" --prefill-chunk 0
+expect_error 2 "a prefill slowdown of 1 (no room for a prompt)" serve -m "$stories" --prefill-slowdown 1
 expect_error 2 "a negative queue" serve -m "$stories" --max-queue -1
 expect_error 2 "a slot folder that does not exist" serve -m "$stories" --slot-save-path "$tmp/no/such/dir"
 expect_error 2 "a negative drain timeout" serve -m "$stories" --drain-timeout -5
