@@ -254,7 +254,7 @@ void Scheduler::first_token(Slot& slot) {
 void Scheduler::step() {
     std::vector<BatchPiece> pieces;
     std::vector<Slot*> members;
-    std::vector<Slot*> reading;  // slots still reading their prompts, oldest request first
+    std::vector<Slot*> reading;  // slots still reading their prompts, least left to read first
     for (Slot& slot : slots_) {
         if (!slot.job) continue;
         if (slot.job->cancel) {
@@ -272,7 +272,12 @@ void Scheduler::step() {
         pieces.push_back({slot.session.get(), std::span<const int32_t>(&slot.next, 1), true});
         members.push_back(&slot);
     }
-    std::sort(reading.begin(), reading.end(), [](const Slot* a, const Slot* b) { return a->job->submitted < b->job->submitted; });
+    // A short prompt (a returning conversation's new turn) goes before a long one still being read, so
+    // it does not wait minutes behind a paste; among equals, the older request first.
+    const auto left = [](const Slot* slot) { return slot->job->prompt.size() - slot->prefilled; };
+    std::sort(reading.begin(), reading.end(), [&](const Slot* a, const Slot* b) {
+        return left(a) != left(b) ? left(a) < left(b) : a->job->submitted < b->job->submitted;
+    });
     // While streams are generating, a pass takes only as many prompt tokens as keep it within
     // --prefill-slowdown times a pass of theirs alone (and --prefill-chunk at most), which bounds how
     // much a long prompt delays their next token; with none generating, prompts go at full pieces.

@@ -137,6 +137,32 @@ test('a long prompt is read in chunks between the steps of a stream that is gene
   assert.ok(atLongFirst - atLongStart >= 100, `the stream got ${atLongFirst - atLongStart} tokens while the long prompt was read`);
 });
 
+test('a short prompt that arrives while a long one is read is answered first', async () => {
+  const server = await serverWith(['--parallel', '3', '--ctx', '2048', '--prefill-chunk', '4', '--prefill-slowdown', '0']);
+  const openai = client(server);
+  const order = [];
+  const firstChunk = async (prompt, name) => {
+    const stream = await openai.completions.create({ ...greedy, prompt, max_tokens: 2, stream: true });
+    for await (const chunk of stream) if (!order.includes(name) && chunk.choices[0]?.text !== undefined) order.push(name);
+  };
+  // A stream generating, so prompts go 4 tokens a step; then a paste of some 1,200 tokens; then a question.
+  const generating = await openai.completions.create({ ...greedy, prompt: 'Once upon a time', max_tokens: 1500, ignore_eos: true, stream: true });
+  const iterator = generating[Symbol.asyncIterator]();
+  await iterator.next();
+  const long = firstChunk('The dog ran. '.repeat(300), 'long');
+  // The paste is being read (its slot holds part of it) before the question is sent.
+  for (const deadline = Date.now() + 60000; ;) {
+    assert.ok(Date.now() < deadline, 'the paste never started being read');
+    const slots = await getJson(server, '/slots');
+    if (slots.some((slot) => slot.n_prompt_tokens > 1000 && slot.n_prompt_tokens_processed > 0)) break;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  const short = firstChunk('Lily saw a bird.', 'short');
+  await Promise.all([long, short]);
+  generating.controller.abort();
+  assert.deepEqual(order, ['short', 'long']);
+});
+
 test('past --max-queue a request is a 503 with Retry-After, and the server goes on', async () => {
   const server = await serverWith(['--parallel', '1', '--max-queue', '1']);
   const body = { ...greedy, prompt: 'Once upon a time', max_tokens: 300, ignore_eos: true };
