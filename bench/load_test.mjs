@@ -18,10 +18,10 @@
 // With --url (nginx in front of several servers, scripts/serve_cluster.sh) --pid names the processes
 // whose RSS is summed and --metrics the servers whose /metrics are scraped and summed.
 //
-// Scenario long-prompt: three streams decode without pause; their inter-token latency is measured
-// alone for --baseline seconds, then while one prompt of --long-tokens (4,000) tokens is evaluated in
+// Scenario long-prompt: three streams decode without pause (replies of --reply-tokens, 256, one after
+// another); their inter-token latency is measured alone for --baseline seconds, then while one prompt of --long-tokens (4,000) tokens is evaluated in
 // a fourth slot. Reported: p99 during the long prompt over the median alone (acceptance: under 3×,
-// --prefill-chunk is the lever). Needs --parallel 4 and a context of 4,096+ (default --ctx 8192).
+// --prefill-slowdown and --prefill-chunk are the levers). Needs --parallel 4 and a context of 4,096+ (default --ctx 8192).
 //
 // Scenario chat-replay: a 20-turn chat, the user's messages fixed and the assistant's the server's own
 // greedy replies (temperature 0, 32 tokens), played against a server that reuses prompts and then against
@@ -50,13 +50,13 @@ try {
 
 const USAGE = `usage: load_test.mjs (--rill BIN -m MODEL | --url URL [--pid PID,...] [--metrics URL,...])
         [--scenario sweep|long-prompt|chat-replay] [--clients 1,4,16,64] [--duration S] [--max-tokens N]
-        [--api chat|completions] [--max-requests N] [--baseline S] [--long-tokens N] [--turns N]
+        [--api chat|completions] [--max-requests N] [--baseline S] [--long-tokens N] [--reply-tokens N] [--turns N]
         [--seed N] [--check] [--json] [-- rill serve flags]`;
 
 function parseArgs(argv) {
   const a = {
     rill: null, model: null, url: null, pids: [], metricsUrls: [], scenario: 'sweep', clients: [1, 4, 16, 64],
-    duration: 60, maxTokens: 64, api: 'chat', maxRequests: 50000, baseline: 10, longTokens: 4000, turns: 20,
+    duration: 60, maxTokens: 64, api: 'chat', maxRequests: 50000, baseline: 10, longTokens: 4000, replyTokens: 256, turns: 20,
     seed: 1, check: false, json: false, serveFlags: [],
   };
   const list = (s) => s.split(',').filter(Boolean);
@@ -79,6 +79,7 @@ function parseArgs(argv) {
     else if (k === '--max-requests') a.maxRequests = Number(next());
     else if (k === '--baseline') a.baseline = Number(next());
     else if (k === '--long-tokens') a.longTokens = Number(next());
+    else if (k === '--reply-tokens') a.replyTokens = Number(next());
     else if (k === '--turns') a.turns = Number(next());
     else if (k === '--seed') a.seed = Number(next());
     else if (k === '--check') a.check = true;
@@ -525,19 +526,31 @@ async function longPrompt(a, target) {
   const longText = await textOfTokens(target.url, random, a.longTokens, measured ? measured / 200 : 1.4);
   const controller = new AbortController();
   const guard = setTimeout(() => controller.abort(), (a.baseline + 600) * 1000);  // bounds the scenario whatever happens
-  // Three streams that would decode until their context is full; aborted once the measurement is done.
+  // Three users who ask for a reply of --reply-tokens tokens, then at once for another, until the
+  // measurement is done. Bounded replies, as chat users get, keep their contexts short: one stream
+  // decoding for the minutes the long prompt takes would grow its own context by thousands of tokens
+  // and slow its steps whatever the prompt did. Gaps count only within a reply.
   const decoders = [0, 1, 2].map((i) => {
-    const d = { events: [], result: null };
-    d.done = streamOnce(openai, {
-      api: 'completions', model: target.model, messages: [{ role: 'user', content: `Stream ${i}: ${words(random, 8)}` }],
-      maxTokens: target.nCtx, signal: controller.signal, extra: { temperature: 0, ignore_eos: true }, headers: {},
-      onEvent: (t) => d.events.push(t),
-    }).then((r) => { d.result = r; });
+    const d = { replies: [], result: null };
+    const prompt = [{ role: 'user', content: `Stream ${i}: ${words(random, 8)}` }];
+    d.done = (async () => {
+      while (!controller.signal.aborted) {
+        const events = [];
+        d.replies.push(events);
+        const r = await streamOnce(openai, {
+          api: 'completions', model: target.model, messages: prompt, maxTokens: a.replyTokens, signal: controller.signal,
+          extra: { temperature: 0, ignore_eos: true }, headers: {}, onEvent: (t) => events.push(t),
+        });
+        if (!r.ok) { d.result = r; return; }
+      }
+      d.result = { aborted: true };
+    })();
+    d.count = () => d.replies.reduce((n, ev) => n + ev.length, 0);
     return d;
   });
   // Warm-up: every stream must be generating before the baseline starts.
   const warmDeadline = now() + 120000;
-  while (now() < warmDeadline && decoders.some((d) => d.events.length < 8 && !d.result)) await sleep(50);
+  while (now() < warmDeadline && decoders.some((d) => d.count() < 8 && !d.result)) await sleep(50);
   const baselineStart = now();
   await sleep(a.baseline * 1000);
   const sent = now();
@@ -554,19 +567,20 @@ async function longPrompt(a, target) {
   const withLong = [];
   const ended = [];
   for (const d of decoders) {
-    const ev = d.events;
     if (!d.result?.aborted) ended.push(d.result?.error ?? 'stream ended before the measurement did');
-    for (let i = 1; i < ev.length; i++) {
-      const [t0, t1] = [ev[i - 1], ev[i]];
-      if (t0 >= baselineStart && t1 <= sent) alone.push(t1 - t0);
-      else if (t0 < firstToken && t1 > sent) withLong.push(t1 - t0);
+    for (const ev of d.replies) {
+      for (let i = 1; i < ev.length; i++) {
+        const [t0, t1] = [ev[i - 1], ev[i]];
+        if (t0 >= baselineStart && t1 <= sent) alone.push(t1 - t0);
+        else if (t0 < firstToken && t1 > sent) withLong.push(t1 - t0);
+      }
     }
   }
   const medianAlone = median(alone);
   const p99With = percentile(withLong, 99);
   const ratio = medianAlone && p99With !== null ? p99With / medianAlone : null;
   return {
-    long_prompt_tokens: long.usage?.prompt_tokens ?? null, long_prompt_ttft_ms: long.ok ? long.ttft : null,
+    reply_tokens: a.replyTokens, long_prompt_tokens: long.usage?.prompt_tokens ?? null, long_prompt_ttft_ms: long.ok ? long.ttft : null,
     long_prompt_error: long.ok ? null : long.error ?? 'aborted', decoders_ended_early: ended,
     itl_alone_ms: { p50: medianAlone, p99: percentile(alone, 99), n: alone.length },
     itl_during_long_ms: { p50: median(withLong), p99: p99With, max: withLong.length ? Math.max(...withLong) : null, n: withLong.length },
