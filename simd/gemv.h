@@ -50,6 +50,15 @@ using DotGroupsPairFn = void (*)(const uint8_t* groups, size_t n_groups, size_t 
 // out[i] = sum over r < n_rows of weights[r] * row_r[i], for i < n.
 using WeightedSumFn = void (*)(const uint8_t* rows, size_t row_stride, size_t n_rows, size_t n, const float* weights, float* out);
 using QuantizeActFn = void (*)(const float* x, size_t n, uint8_t* out);
+// Attention scores of the n_q (1 to 8) query heads that share one key head, over float key rows (F32,
+// F16, BF16): out[h * out_stride + r] = row_r · q[h * cols ..], cols a multiple of 8. Each row is read
+// and widened once for all the heads; a score does not depend on n_rows or n_q.
+using DotHeadsFn = void (*)(const uint8_t* rows, size_t row_stride, size_t n_rows, size_t cols, const float* q, int n_q, float* out,
+                            size_t out_stride);
+// The weighted sums of the same float value rows for n_q heads at once: out[h * n + c] = sum over r of
+// weights[h * w_stride + r] * row_r[c], n a multiple of 16.
+using WeightedSumHeadsFn = void (*)(const uint8_t* rows, size_t row_stride, size_t n_rows, size_t n, const float* weights,
+                                    size_t w_stride, int n_q, float* out);
 
 struct GemvKernels {
     KernelPath path;
@@ -60,12 +69,22 @@ struct GemvKernels {
     DotGroupsPairFn q4_0_x8_pair, q4_0_x8_quad, q8_0_x8_quad, q4_k_x8_quad, q6_k_x8_quad, mxfp4_x8_quad;
     // For the KV cache's types: F32, F16, BF16, Q8_0 and Q4_0 (n a multiple of 32 for the last two).
     WeightedSumFn weighted_sum_f32, weighted_sum_f16, weighted_sum_bf16, weighted_sum_q8_0, weighted_sum_q4_0;
+    DotHeadsFn dot_heads_f32, dot_heads_f16, dot_heads_bf16;
+    WeightedSumHeadsFn weighted_sum_heads_f32, weighted_sum_heads_f16, weighted_sum_heads_bf16;
 
     DotRowsFn dot_rows(TensorType type) const;
     // For the types quant/interleave.h can regroup, else nullptr.
     DotGroupsFn dot_groups(TensorType type) const;
     // For the KV cache's types (see weighted_sum_f32 and friends), else nullptr.
     WeightedSumFn weighted_sum(TensorType type) const;
+    // For F32, F16 and BF16 rows, else nullptr.
+    DotHeadsFn dot_heads(TensorType type) const {
+        return type == TensorType::F32 ? dot_heads_f32 : type == TensorType::F16 ? dot_heads_f16 : type == TensorType::BF16 ? dot_heads_bf16 : nullptr;
+    }
+    WeightedSumHeadsFn weighted_sum_heads(TensorType type) const {
+        return type == TensorType::F32 ? weighted_sum_heads_f32 : type == TensorType::F16 ? weighted_sum_heads_f16
+             : type == TensorType::BF16 ? weighted_sum_heads_bf16 : nullptr;
+    }
     // nullptr for the types without a two-token kernel.
     DotGroupsPairFn dot_groups_pair(TensorType type) const { return type == TensorType::Q4_0 ? q4_0_x8_pair : nullptr; }
     DotGroupsPairFn dot_groups_quad(TensorType type) const {

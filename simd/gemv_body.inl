@@ -748,6 +748,95 @@ static inline F32x8 q4_0_eight(const uint8_t* blk, int k) {
     return add_f(load_nibbles8_f(blk + 2 + 8 * (k & 1), k < 2 ? 0 : 4), splat_f(-8.0f));
 }
 
+// ---- Attention over a float KV cache, all the query heads that share a key head at once ----------
+
+// R rows times N heads of scores in one pass over the columns, each (row, head) one chain of
+// multiply-adds and one lane of hsum8x8_f: a score is the same in whatever pass it falls.
+template <size_t kElem, F32x8 (*Load)(const void*), int N, int R>
+static inline void dot_heads_pass(const uint8_t* rows, size_t row_stride, size_t r0, size_t cols, const float* q, float* out,
+                                  size_t out_stride) {
+    F32x8 acc[8];
+    for (auto& a : acc) a = zero_f();
+    for (size_t i = 0; i < cols; i += 8) {
+        F32x8 x[N];
+        for (int h = 0; h < N; ++h) x[h] = load_f32(q + size_t(h) * cols + i);
+        for (int j = 0; j < R; ++j) {
+            const F32x8 k = Load(rows + (r0 + size_t(j)) * row_stride + i * kElem);
+            for (int h = 0; h < N; ++h) acc[j * N + h] = fma_f(k, x[h], acc[j * N + h]);
+        }
+    }
+    float sums[8];
+    store_f32(sums, hsum8x8_f(acc));
+    for (int j = 0; j < R; ++j)
+        for (int h = 0; h < N; ++h) out[size_t(h) * out_stride + r0 + size_t(j)] = sums[j * N + h];
+}
+
+template <size_t kElem, F32x8 (*Load)(const void*), int N>
+static void dot_heads_n(const uint8_t* rows, size_t row_stride, size_t n_rows, size_t cols, const float* q, float* out, size_t out_stride) {
+    constexpr int R = 8 / N;
+    size_t r = 0;
+    for (; r + R <= n_rows; r += R) dot_heads_pass<kElem, Load, N, R>(rows, row_stride, r, cols, q, out, out_stride);
+    for (; r < n_rows; ++r) dot_heads_pass<kElem, Load, N, 1>(rows, row_stride, r, cols, q, out, out_stride);
+}
+
+// out[h * out_stride + r] = row_r · q[h * cols ..] for h < n_q (1 to 8) and r < n_rows; cols a
+// multiple of 8. Each key row is read and widened once for all the heads.
+template <size_t kElem, F32x8 (*Load)(const void*)>
+static void dot_heads(const uint8_t* rows, size_t row_stride, size_t n_rows, size_t cols, const float* q, int n_q, float* out,
+                      size_t out_stride) {
+    switch (n_q) {
+        case 1: return dot_heads_n<kElem, Load, 1>(rows, row_stride, n_rows, cols, q, out, out_stride);
+        case 2: return dot_heads_n<kElem, Load, 2>(rows, row_stride, n_rows, cols, q, out, out_stride);
+        case 3: return dot_heads_n<kElem, Load, 3>(rows, row_stride, n_rows, cols, q, out, out_stride);
+        case 4: return dot_heads_n<kElem, Load, 4>(rows, row_stride, n_rows, cols, q, out, out_stride);
+        case 5: return dot_heads_n<kElem, Load, 5>(rows, row_stride, n_rows, cols, q, out, out_stride);
+        case 6: return dot_heads_n<kElem, Load, 6>(rows, row_stride, n_rows, cols, q, out, out_stride);
+        case 7: return dot_heads_n<kElem, Load, 7>(rows, row_stride, n_rows, cols, q, out, out_stride);
+        default: return dot_heads_n<kElem, Load, 8>(rows, row_stride, n_rows, cols, q, out, out_stride);
+    }
+}
+
+// out[h * n + c] = sum over r of weights[h * w_stride + r] * row_r[c], for h < N: each value row
+// widened once for all the heads, 16 columns at a time. Every output is one chain of multiply-adds
+// over the rows in order, as weighted_sum's are.
+template <size_t kElem, F32x8 (*Load)(const void*), int N>
+static void weighted_sum_heads_n(const uint8_t* rows, size_t row_stride, size_t n_rows, size_t n, const float* weights,
+                                 size_t w_stride, float* out) {
+    for (size_t c = 0; c < n; c += 16) {
+        F32x8 acc[N][2];
+        for (auto& a : acc) a[0] = a[1] = zero_f();
+        for (size_t r = 0; r < n_rows; ++r) {
+            const uint8_t* row = rows + r * row_stride + c * kElem;
+            const F32x8 v0 = Load(row), v1 = Load(row + 8 * kElem);
+            for (int h = 0; h < N; ++h) {
+                const F32x8 w = splat_f(weights[size_t(h) * w_stride + r]);
+                acc[h][0] = fma_f(v0, w, acc[h][0]);
+                acc[h][1] = fma_f(v1, w, acc[h][1]);
+            }
+        }
+        for (int h = 0; h < N; ++h) {
+            store_f32(out + size_t(h) * n + c, acc[h][0]);
+            store_f32(out + size_t(h) * n + c + 8, acc[h][1]);
+        }
+    }
+}
+
+// n a multiple of 16, n_q from 1 to 8.
+template <size_t kElem, F32x8 (*Load)(const void*)>
+static void weighted_sum_heads(const uint8_t* rows, size_t row_stride, size_t n_rows, size_t n, const float* weights, size_t w_stride,
+                               int n_q, float* out) {
+    switch (n_q) {
+        case 1: return weighted_sum_heads_n<kElem, Load, 1>(rows, row_stride, n_rows, n, weights, w_stride, out);
+        case 2: return weighted_sum_heads_n<kElem, Load, 2>(rows, row_stride, n_rows, n, weights, w_stride, out);
+        case 3: return weighted_sum_heads_n<kElem, Load, 3>(rows, row_stride, n_rows, n, weights, w_stride, out);
+        case 4: return weighted_sum_heads_n<kElem, Load, 4>(rows, row_stride, n_rows, n, weights, w_stride, out);
+        case 5: return weighted_sum_heads_n<kElem, Load, 5>(rows, row_stride, n_rows, n, weights, w_stride, out);
+        case 6: return weighted_sum_heads_n<kElem, Load, 6>(rows, row_stride, n_rows, n, weights, w_stride, out);
+        case 7: return weighted_sum_heads_n<kElem, Load, 7>(rows, row_stride, n_rows, n, weights, w_stride, out);
+        default: return weighted_sum_heads_n<kElem, Load, 8>(rows, row_stride, n_rows, n, weights, w_stride, out);
+    }
+}
+
 template <float (*Row)(const uint8_t*, size_t, const uint8_t*)>
 static void dot_rows(const uint8_t* rows, size_t row_stride, size_t n_rows, size_t cols, const uint8_t* act, float* out) {
     for (size_t r = 0; r < n_rows; ++r) out[r] = Row(rows + r * row_stride, cols, act);
@@ -789,4 +878,10 @@ static const GemvKernels kKernels = {
     weighted_sum<2, load_bf16, scalar_bf16>,
     weighted_sum_b32<34, q8_0_eight>,
     weighted_sum_b32<18, q4_0_eight>,
+    dot_heads<4, load_f32_bytes>,
+    dot_heads<2, load_f16>,
+    dot_heads<2, load_bf16>,
+    weighted_sum_heads<4, load_f32_bytes>,
+    weighted_sum_heads<2, load_f16>,
+    weighted_sum_heads<2, load_bf16>,
 };

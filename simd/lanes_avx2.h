@@ -123,6 +123,13 @@ static inline float hmax_f(F32x8 a) {
     m = _mm_max_ss(m, _mm_movehdup_ps(m));
     return _mm_cvtss_f32(m);
 }
+// Lane j of the result is the total of v[j], as ((0+1)+(2+3))+((4+5)+(6+7)) of its lanes.
+static inline F32x8 hsum8x8_f(const F32x8 v[8]) {
+    const __m256 a = _mm256_hadd_ps(v[0].v, v[1].v), b = _mm256_hadd_ps(v[2].v, v[3].v);
+    const __m256 c = _mm256_hadd_ps(v[4].v, v[5].v), d = _mm256_hadd_ps(v[6].v, v[7].v);
+    const __m256 ab = _mm256_hadd_ps(a, b), cd = _mm256_hadd_ps(c, d);
+    return {_mm256_add_ps(_mm256_permute2f128_ps(ab, cd, 0x20), _mm256_permute2f128_ps(ab, cd, 0x31))};
+}
 static inline float hsum_f(F32x8 a) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(a.v), _mm256_extractf128_ps(a.v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));

@@ -176,6 +176,15 @@ static inline float hmax_f(F32x8 a) {
     for (float x : a.f) m = std::max(m, x);
     return m;
 }
+// Lane j of the result is the total of v[j], paired as the AVX2 hsum8x8_f pairs them.
+static inline F32x8 hsum8x8_f(const F32x8 v[8]) {
+    F32x8 r;
+    for (int j = 0; j < 8; ++j) {
+        const float* a = v[j].f;
+        r.f[j] = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+    }
+    return r;
+}
 // Same pairing as the AVX2 reduction: halves, then pairs, then the last two.
 static inline float hsum_f(F32x8 a) {
     float s[4];

@@ -159,6 +159,71 @@ TEST_CASE("every weighted-sum kernel for the KV cache's types, on every path, eq
     }
 }
 
+TEST_CASE("the grouped-head attention kernels for float caches, on every path, equal exact arithmetic for every head count", "[kernels][kv]") {
+    const size_t D = 64, rows = 29;  // rows not a multiple of any pass, so every tail runs
+    for (const simd::KernelPath path : integer_paths()) {
+        const simd::GemvKernels& kernels = simd::gemv_kernels(path);
+        for (const TensorType type : {TensorType::F32, TensorType::F16, TensorType::BF16}) {
+            const size_t stride = row_bytes(type, D) * 3;  // a head inside a wider cache row
+            std::vector<uint8_t> cache(stride * rows);
+            std::vector<float> stored(D * rows);
+            for (size_t r = 0; r < rows; ++r) {
+                quantize_row(type, test::normal_floats(D, uint32_t(300 + r)).data(), cache.data() + r * stride, D);
+                dequantize_row(type, cache.data() + r * stride, stored.data() + r * D, D);
+            }
+            for (int heads = 1; heads <= 8; ++heads) {
+                INFO(simd::kernel_path_name(path) << " " << traits(type).name << " heads " << heads);
+                const auto q = test::normal_floats(D * size_t(heads), 11);
+                const size_t out_stride = rows + 3;
+                std::vector<float> scores(out_stride * size_t(heads));
+                kernels.dot_heads(type)(cache.data(), stride, rows, D, q.data(), heads, scores.data(), out_stride);
+                const auto weights = test::normal_floats(out_stride * size_t(heads), 12);
+                std::vector<float> sums(D * size_t(heads));
+                kernels.weighted_sum_heads(type)(cache.data(), stride, rows, D, weights.data(), out_stride, heads, sums.data());
+                for (int h = 0; h < heads; ++h) {
+                    for (size_t r = 0; r < rows; ++r) {
+                        double exact = 0, magnitude = 0;
+                        for (size_t i = 0; i < D; ++i) {
+                            exact += double(stored[r * D + i]) * q[size_t(h) * D + i];
+                            magnitude += std::abs(double(stored[r * D + i]) * q[size_t(h) * D + i]);
+                        }
+                        CHECK(std::abs(scores[size_t(h) * out_stride + r] - exact) <= 1e-5 * magnitude);
+                    }
+                    for (size_t i = 0; i < D; ++i) {
+                        double exact = 0, magnitude = 0;
+                        for (size_t r = 0; r < rows; ++r) {
+                            exact += double(weights[size_t(h) * out_stride + r]) * stored[r * D + i];
+                            magnitude += std::abs(double(weights[size_t(h) * out_stride + r]) * stored[r * D + i]);
+                        }
+                        CHECK(std::abs(sums[size_t(h) * D + i] - exact) <= 1e-5 * magnitude);
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("a grouped-head score does not depend on how many heads or rows one call covers", "[kernels][kv]") {
+    const size_t D = 128, rows = 13;
+    for (const simd::KernelPath path : integer_paths()) {
+        const simd::GemvKernels& kernels = simd::gemv_kernels(path);
+        const size_t stride = row_bytes(TensorType::F16, D);
+        std::vector<uint8_t> cache(stride * rows);
+        for (size_t r = 0; r < rows; ++r) quantize_row(TensorType::F16, test::normal_floats(D, uint32_t(r)).data(), cache.data() + r * stride, D);
+        const auto q = test::normal_floats(D * 8, 5);
+        std::vector<float> all(8 * rows);
+        kernels.dot_heads(TensorType::F16)(cache.data(), stride, rows, D, q.data(), 8, all.data(), rows);
+        for (int h = 0; h < 8; ++h) {
+            for (size_t r = 0; r < rows; ++r) {
+                float one = 0;
+                kernels.dot_heads(TensorType::F16)(cache.data() + r * stride, stride, 1, D, q.data() + size_t(h) * D, 1, &one, 1);
+                INFO(simd::kernel_path_name(path) << " head " << h << " row " << r);
+                CHECK(one == all[size_t(h) * rows + r]);
+            }
+        }
+    }
+}
+
 TEST_CASE("a row's result does not depend on how many rows one call covers", "[kernels]") {
     const size_t cols = 512, rows = 7;
     for (const simd::KernelPath path : integer_paths()) {

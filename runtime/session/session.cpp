@@ -59,7 +59,7 @@ Session::Session(const Model& model, const SessionOptions& options)
     const int widest = std::max({hp.n_embd, hp.n_ff, hp.n_ff_exp, hp.q_dim()});
     scratch_ = MatmulScratch(choose_kernel_path(options.kernels), most_threads, size_t(widest),
                              options.gemm);
-    decode_attention_ = DecodeAttentionScratch(most_threads, n_ctx_, hp.head_dim);
+    decode_attention_ = DecodeAttentionScratch(most_threads, n_ctx_, hp.head_dim, hp.n_head / hp.n_head_kv);
 }
 
 size_t batch_activation_bytes(const Hparams& hp, int n_batch) {
