@@ -2,6 +2,9 @@
 
 #include <xsimd/xsimd.hpp>
 
+#include <algorithm>
+#include <limits>
+
 namespace rill::simd {
 
 using Batch = xsimd::batch<float>;
@@ -28,6 +31,52 @@ void axpy(float a, const float* x, float* y, size_t n) {
     size_t i = 0;
     for (; i + W <= n; i += W) xsimd::fma(av, Batch::load_unaligned(x + i), Batch::load_unaligned(y + i)).store_unaligned(y + i);
     for (; i < n; ++i) y[i] += a * x[i];
+}
+
+float max(const float* x, size_t n) {
+    constexpr size_t W = Batch::size;
+    float most = x[0];
+    size_t i = 0;
+    if (n >= W) {
+        Batch acc = Batch::load_unaligned(x);
+        for (i = W; i + W <= n; i += W) acc = xsimd::max(acc, Batch::load_unaligned(x + i));
+        alignas(64) float lanes[W];
+        acc.store_aligned(lanes);
+        most = *std::max_element(lanes, lanes + W);
+    }
+    for (; i < n; ++i) most = std::max(most, x[i]);
+    return most;
+}
+
+float exp_shifted(float* x, size_t n, float shift) {
+    constexpr size_t W = Batch::size;
+    const Batch s(shift);
+    Batch sum(0.0f);
+    size_t i = 0;
+    for (; i + W <= n; i += W) {
+        const Batch e = xsimd::exp(Batch::load_unaligned(x + i) - s);
+        e.store_unaligned(x + i);
+        sum += e;
+    }
+    if (i < n) {
+        // The tail through the same exp; the padding's exp(-inf) is 0 and adds nothing.
+        alignas(64) float tail[W];
+        std::fill(tail, tail + W, -std::numeric_limits<float>::infinity());
+        std::copy(x + i, x + n, tail);
+        const Batch e = xsimd::exp(Batch::load_aligned(tail) - s);
+        e.store_aligned(tail);
+        std::copy(tail, tail + (n - i), x + i);
+        sum += e;
+    }
+    return xsimd::hadd(sum);
+}
+
+void scale(float* x, size_t n, float a) {
+    constexpr size_t W = Batch::size;
+    const Batch av(a);
+    size_t i = 0;
+    for (; i + W <= n; i += W) (Batch::load_unaligned(x + i) * av).store_unaligned(x + i);
+    for (; i < n; ++i) x[i] *= a;
 }
 
 }  // namespace rill::simd

@@ -81,15 +81,9 @@ void rope(float* heads, int n_heads, int head_dim, int n_rot, RopeStyle style, c
 }
 
 void softmax(float* x, int n) {
-    float max = x[0];
-    for (int i = 1; i < n; ++i) max = std::max(max, x[i]);
-    double sum = 0;
-    for (int i = 0; i < n; ++i) {
-        x[i] = std::exp(x[i] - max);
-        sum += x[i];
-    }
-    const float inv = float(1.0 / sum);
-    for (int i = 0; i < n; ++i) x[i] *= inv;
+    const float largest = simd::max(x, size_t(n));
+    const float sum = simd::exp_shifted(x, size_t(n), largest);
+    simd::scale(x, size_t(n), 1.0f / sum);
 }
 
 void swiglu(float* gate, const float* up, size_t n) {
@@ -115,15 +109,9 @@ void swiglu_oai(float* gate, const float* up, size_t n) {
 }
 
 void softmax_with_sink(float* x, int n, float sink) {
-    float max = sink;
-    for (int i = 0; i < n; ++i) max = std::max(max, x[i]);
-    double sum = std::exp(double(sink) - max);
-    for (int i = 0; i < n; ++i) {
-        x[i] = std::exp(x[i] - max);
-        sum += x[i];
-    }
-    const float inv = float(1.0 / sum);
-    for (int i = 0; i < n; ++i) x[i] *= inv;
+    const float largest = n > 0 ? std::max(sink, simd::max(x, size_t(n))) : sink;
+    const float sum = std::exp(sink - largest) + simd::exp_shifted(x, size_t(n), largest);
+    simd::scale(x, size_t(n), 1.0f / sum);
 }
 
 void softcap(float* x, size_t n, float cap) {
