@@ -7,6 +7,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "batch_pieces.h"
 #include "kv_accuracy.h"
 #include "numeric.h"
 #include "quant/quantize.h"
@@ -31,10 +32,6 @@ std::vector<KvTypes> type_choices() {
 }
 
 std::unique_ptr<Model> open_model(const std::string& relative) { return load_model(test::shared_path(relative)); }
-
-bool same_bits(std::span<const float> a, std::span<const float> b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
-}
 
 std::vector<float> copy(std::span<const float> s) { return {s.begin(), s.end()}; }
 
@@ -127,10 +124,10 @@ TEST_CASE("logits are bit-identical with 1 and 2 threads for every KV type on ev
             Session one(*model, SessionOptions{.n_ctx = 64, .n_threads = 1, .kv_types = types, .kernels = path});
             Session two(*model, SessionOptions{.n_ctx = 64, .n_threads = 2, .kv_types = types, .kernels = path});
             const auto a = copy(one.eval(prompt, true));
-            CHECK(same_bits(a, two.eval(prompt, true)));
+            CHECK(test::same_bits(a, two.eval(prompt, true)));
             const int32_t next[] = {77};  // and a decode step over the cache
             const auto b = copy(one.eval(next));
-            CHECK(same_bits(b, two.eval(next)));
+            CHECK(test::same_bits(b, two.eval(next)));
         }
 }
 
@@ -148,17 +145,8 @@ TEST_CASE("for every KV type, a prompt split into pieces of any size alongside a
             for (const size_t piece : {size_t(3), size_t(16)}) {
                 INFO("piece " << piece);
                 Session chunked(*model, o), other(*model, o);
-                const int32_t start[] = {1, 9};
-                other.eval(start);
-                int32_t other_next = 3;
-                for (size_t at = 0; at < prompt.size(); at += piece) {
-                    const auto part = std::span<const int32_t>(prompt).subspan(at, std::min(piece, prompt.size() - at));
-                    const BatchPiece pieces[] = {{&other, std::span<const int32_t>(&other_next, 1), true},
-                                                 {&chunked, part, at + part.size() == prompt.size()}};
-                    Session::eval_batch(pieces);
-                    other_next = argmax(other.last_logits());
-                }
-                CHECK(same_bits(chunked.last_logits(), expected));
+                test::read_beside_another(chunked, other, prompt, piece);
+                CHECK(test::same_bits(chunked.last_logits(), expected));
             }
         }
 }
@@ -183,7 +171,7 @@ TEST_CASE("a state saved with quantized keys and values restores into a session 
         restored.load_state(original.save_state());
         CHECK(restored.position() == original.position());
         const int32_t next[] = {50};
-        CHECK(same_bits(copy(restored.eval(next)), original.eval(next)));
+        CHECK(test::same_bits(copy(restored.eval(next)), original.eval(next)));
     }
 }
 
@@ -212,7 +200,7 @@ TEST_CASE("a version 1 state (one type for keys and values) still loads", "[kv][
     target.load_state(state);
     CHECK(target.position() == 3);
     const int32_t next[] = {4};
-    CHECK(same_bits(copy(target.eval(next)), source.eval(next)));
+    CHECK(test::same_bits(copy(target.eval(next)), source.eval(next)));
 }
 
 namespace {

@@ -12,6 +12,7 @@
 #include "runtime/session/session.h"
 #include "runtime/text/tokenizer.h"
 #include "runtime/text/vocab.h"
+#include "batch_pieces.h"
 #include "shared_data.h"
 
 using namespace rill;
@@ -25,10 +26,6 @@ SessionOptions options(int threads = 2) {
     o.n_ctx = 128;
     o.n_threads = threads;
     return o;
-}
-
-bool same_bits(std::span<const float> a, std::span<const float> b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
 }
 
 }  // namespace
@@ -56,8 +53,8 @@ TEST_CASE("decoding several sessions in one batch gives each the logits it gets 
                 const int32_t one[1] = {next[i]};
                 const auto expected = alone[i]->eval(one);
                 const size_t n_vocab = expected.size();
-                CHECK(same_bits(rows.subspan(i * n_vocab, n_vocab), expected));
-                CHECK(same_bits(batch[i]->last_logits(), expected));
+                CHECK(test::same_bits(rows.subspan(i * n_vocab, n_vocab), expected));
+                CHECK(test::same_bits(batch[i]->last_logits(), expected));
                 CHECK(batch[i]->position() == alone[i]->position());
                 next[i] = argmax(expected);
             }
@@ -80,19 +77,9 @@ TEST_CASE("a prompt evaluated in pieces of any size alongside other streams ends
         for (const size_t piece : {size_t(1), size_t(5), size_t(16)}) {
             INFO("piece " << piece);
             Session chunked(*model, o), other(*model, o);
-            const int32_t start[] = {1, 9};
-            other.eval(start);
-            int32_t other_next = 3;
-            for (size_t at = 0; at < prompt.size(); at += piece) {
-                const auto part = std::span<const int32_t>(prompt).subspan(at, std::min(piece, prompt.size() - at));
-                const BatchPiece pieces[] = {{&other, std::span<const int32_t>(&other_next, 1), true},
-                                             {&chunked, part, at + part.size() == prompt.size()}};
-                Session::eval_batch(pieces);
-                other_next = argmax(other.last_logits());
-                CHECK(chunked.last_logits().empty() == (at + part.size() < prompt.size()));
-            }
+            test::read_beside_another(chunked, other, prompt, piece);
             CHECK(chunked.position() == int(prompt.size()));
-            CHECK(same_bits(chunked.last_logits(), expected));
+            CHECK(test::same_bits(chunked.last_logits(), expected));
         }
     }
 }
@@ -139,7 +126,7 @@ TEST_CASE("a session truncated to all it holds keeps it all, and continues as if
     CHECK(session.truncate(3) == 3);
     const auto again = session.eval(std::span(prompt).subspan(3));
     Session fresh(*model, options(1));
-    CHECK(same_bits(again, fresh.eval(prompt)));
+    CHECK(test::same_bits(again, fresh.eval(prompt)));
 }
 
 TEST_CASE("an embedding has n_embd unit-norm values and is the same for the same text", "[serving]") {
@@ -167,7 +154,7 @@ TEST_CASE("a saved state restored into a new session continues with the same log
     Session restored(*model, options(1));
     restored.load_state(state);
     CHECK(restored.position() == original.position());
-    CHECK(same_bits(restored.last_logits(), original.last_logits()));
+    CHECK(test::same_bits(restored.last_logits(), original.last_logits()));
     const int32_t next[] = {40};
     const auto copy = [](std::span<const float> s) { return std::vector<float>(s.begin(), s.end()); };
     CHECK(copy(restored.eval(next)) == copy(original.eval(next)));
