@@ -150,6 +150,11 @@ void Scheduler::finish(Slot& slot, FinishReason reason, const std::string& error
     if (slot.completion) slot.completion->finish(reason, rest);
     Job& job = *slot.job;
     const auto now = Clock::now();
+    // The metrics first: once the job is marked finished its client may have its reply and scrape
+    // /metrics, which must already count it.
+    const int generated = slot.completion ? slot.completion->generated() : 0;
+    metrics_.request_finished(int(job.prompt.size()), job.cached_tokens, generated);
+    metrics_.request_seconds(ms_between(job.submitted, now) / 1000.0);
     {
         std::lock_guard lock(job.mutex);
         job.text += rest;
@@ -160,12 +165,10 @@ void Scheduler::finish(Slot& slot, FinishReason reason, const std::string& error
         job.finished = true;
         job.reason = slot.completion ? slot.completion->reason() : reason;
         job.error = !error.empty() || !slot.completion ? error : slot.completion->error();
-        job.completion_tokens = slot.completion ? slot.completion->generated() : 0;
+        job.completion_tokens = generated;
         if (slot.completion && slot.completion->generated() > 0) job.decode_ms = ms_between(slot.first_token, now);
         job.changed.notify_all();
     }
-    metrics_.request_finished(int(job.prompt.size()), job.cached_tokens, job.completion_tokens);
-    metrics_.request_seconds(ms_between(job.submitted, now) / 1000.0);
     slot.job.reset();
     slot.completion.reset();
     slot.next = -1;
