@@ -166,7 +166,7 @@ void Scheduler::finish(Slot& slot, FinishReason reason, const std::string& error
         job.reason = slot.completion ? slot.completion->reason() : reason;
         job.error = !error.empty() || !slot.completion ? error : slot.completion->error();
         job.completion_tokens = generated;
-        if (slot.completion && slot.completion->generated() > 0) job.decode_ms = ms_between(slot.first_token, now);
+        if (generated > 0) job.decode_ms = ms_between(slot.first_token, now);
         job.changed.notify_all();
     }
     slot.job.reset();

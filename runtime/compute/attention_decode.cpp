@@ -32,18 +32,27 @@ DecodeAttentionScratch::DecodeAttentionScratch(int n_threads, int n_ctx, int hea
 
 namespace {
 
+// The positions a token at `pos` sees in `layer`: from `oldest`, n_pos of them, in consecutive cache
+// slots for the first `head_slots` and from slot 0 for the rest (a ring wraps once at its end).
+struct Visible {
+    int oldest, n_pos, head_slots;
+};
+Visible visible(const Hparams& hp, const KvCache& kv, int layer, int pos) {
+    const int window = hp.window(layer);
+    const int oldest = window > 0 ? std::max(0, pos - window + 1) : 0;
+    const int n_pos = pos - oldest + 1;
+    const int ring = kv.capacity[size_t(layer)];
+    return {oldest, n_pos, std::min(n_pos, ring - oldest % ring)};
+}
+
 // The query heads [h0, h0 + m) of token t, which share one key head, over float keys and values.
 void attend_heads(const Hparams& hp, int layer, const KvPlace& place, int h0, int m, const float* q_all, float* out_all,
                   const simd::GemvKernels& kernels, TensorType key_type, TensorType value_type, float* scores, float* buf,
                   size_t t, int n_ctx, const float* sinks) {
-    const int D = hp.head_dim, group = hp.n_head / hp.n_head_kv, window = hp.window(layer);
+    const int D = hp.head_dim, group = hp.n_head / hp.n_head_kv;
     const KvCache& kv = *place.kv;
     const int kv_offset = (h0 / group) * D;
-    const int pos = place.pos;
-    const int oldest = window > 0 ? std::max(0, pos - window + 1) : 0;
-    const int n_pos = pos - oldest + 1;
-    const int ring = kv.capacity[size_t(layer)];
-    const int head_slots = std::min(n_pos, ring - oldest % ring);
+    const auto [oldest, n_pos, head_slots] = visible(hp, kv, layer, place.pos);
     const float* q = &q_all[(t * size_t(hp.n_head) + size_t(h0)) * size_t(D)];
     float* out = &out_all[(t * size_t(hp.n_head) + size_t(h0)) * size_t(D)];
     const size_t stride = size_t(n_ctx);
@@ -112,9 +121,7 @@ void decode_attention(const Hparams& hp, int layer, std::span<const KvPlace> pla
         const int t = i / hp.n_head, h = i % hp.n_head;
         const int kv_offset = (h / group) * D;
         const KvCache& kv = *places[size_t(t)].kv;
-        const int pos = places[size_t(t)].pos;
-        const int oldest = window > 0 ? std::max(0, pos - window + 1) : 0;  // the first position it sees
-        const int n_pos = pos - oldest + 1;
+        const auto [oldest, n_pos, head_slots] = visible(hp, kv, layer, places[size_t(t)].pos);
         const size_t thread = size_t(omp_get_thread_num());
         float* scores = &s.scores[thread * size_t(s.n_ctx)];
         float* buf = &s.head[thread * size_t(D)];
@@ -134,9 +141,6 @@ void decode_attention(const Hparams& hp, int layer, std::span<const KvPlace> pla
             }
             continue;
         }
-        // The visible positions are consecutive slots, wrapping once at the end of a ring.
-        const int ring = kv.capacity[size_t(layer)];
-        const int head_slots = std::min(n_pos, ring - oldest % ring);
         const uint8_t* first_key = kv.key_row(layer, oldest) + kv.key_offset(kv_offset);
         const uint8_t* wrapped_key = kv.key_row(layer, 0) + kv.key_offset(kv_offset);  // slot 0
         const uint8_t* first_value = kv.value_row(layer, oldest) + kv.value_offset(kv_offset);
