@@ -30,8 +30,9 @@ struct SessionFlags {
     // The two prompt flags alone, for `rill bench`, whose thread and context flags differ.
     static void add_prompt_flags(CLI::App& cmd, std::string& gemm, int& ubatch) {
         cmd.add_option("--gemm", gemm,
-                       "matrix library for prompt batches: auto, onednn, openblas, or native (the decode kernels)")
-            ->capture_default_str()->check(CLI::IsMember({"auto", "onednn", "openblas", "native"}));
+                       "matrix library for prompt batches: auto, onednn (float32), onednn-bf16 (bfloat16 inputs, "
+                       "float32 sums), openblas, or native (the int8 decode kernels)")
+            ->capture_default_str()->check(CLI::IsMember({"auto", "onednn", "onednn-bf16", "openblas", "native"}));
         cmd.add_option("--ubatch", ubatch,
                        "prompt tokens evaluated per forward pass; longer prompts run in pieces this long, "
                        "so memory stays bounded")

@@ -132,6 +132,28 @@ RILL_AVX2 void dequantize_q6_k_avx2(const uint8_t* src, float* out, size_t n_blo
 #endif
 
 #ifdef RILL_X86
+// f32_to_bf16 eight lanes at a time: add 0x7fff plus the lowest kept bit, keep the top half; a NaN
+// keeps its top half with the quiet bit set instead.
+RILL_AVX2 void f32_to_bf16_avx2(const float* in, uint16_t* out, size_t n) {
+    const __m256i round = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1), quiet = _mm256_set1_epi32(0x400000);
+    const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256i half[2];
+        for (int h = 0; h < 2; ++h) {
+            const __m256i x = _mm256_castps_si256(_mm256_loadu_ps(in + i + size_t(h) * 8));
+            const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), one);
+            const __m256i rounded = _mm256_add_epi32(x, _mm256_add_epi32(round, lsb));
+            const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(x, abs_mask), inf);
+            half[h] = _mm256_srli_epi32(_mm256_blendv_epi8(rounded, _mm256_or_si256(x, quiet), nan), 16);
+        }
+        // packus works within 128-bit lanes: order 0-3, 8-11, 4-7, 12-15, then put the quarters back.
+        const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(half[0], half[1]), 0xd8);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), packed);
+    }
+    for (; i < n; ++i) out[i] = f32_to_bf16(in[i]);
+}
+
 // Asked once: CPUID traps to the hypervisor on a virtual machine, and the KV cache converts a head at a
 // time. The AVX2 path requires F16C too (gemv.cpp's cpu_supports).
 bool has_avx2() {
@@ -147,6 +169,13 @@ void f16_to_f32_row(const uint16_t* in, float* out, size_t n) {
     if (has_avx2()) return f16_to_f32_f16c(in, out, n);
 #endif
     for (size_t i = 0; i < n; ++i) out[i] = f16_to_f32(in[i]);
+}
+
+void f32_to_bf16_row(const float* in, uint16_t* out, size_t n) {
+#ifdef RILL_X86
+    if (has_avx2()) return f32_to_bf16_avx2(in, out, n);
+#endif
+    for (size_t i = 0; i < n; ++i) out[i] = f32_to_bf16(in[i]);
 }
 
 void dequantize_row(TensorType type, const uint8_t* row, float* out, size_t n) {

@@ -35,10 +35,11 @@ inline std::vector<int32_t> kv_accuracy_prompt_greedy(const Model& model, std::v
 }
 
 // The last token's log-probs. token_by_token: every token a decode step (the decode kernels read the
-// cache); otherwise the prompt is one batch (batch attention dequantizes the cache).
+// cache); otherwise the prompt is one batch (batch attention dequantizes the cache). The batch's
+// products are float32 (OpenBLAS): the bf16 backend's rounding would be measured with the cache's.
 inline std::vector<double> kv_logprobs(const Model& model, KvTypes types, simd::KernelPath path, std::span<const int32_t> prompt,
                                        bool token_by_token) {
-    Session session(model, SessionOptions{.n_ctx = 256, .n_threads = 2, .kv_types = types, .kernels = path});
+    Session session(model, SessionOptions{.n_ctx = 256, .n_threads = 2, .kv_types = types, .kernels = path, .gemm = GemmBackend::Openblas});
     std::span<const float> logits;
     if (token_by_token)
         for (const int32_t& t : prompt) logits = session.eval(std::span<const int32_t>(&t, 1));

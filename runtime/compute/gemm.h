@@ -4,16 +4,21 @@
 // run over the batch without dequantizing (matmul.cpp).
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 
 namespace rill {
 
 // Auto chooses per weight type and batch size from measurements (matmul.cpp's choose_gemm).
-enum class GemmBackend { Auto, Native, Onednn, Openblas };
+// OnednnBf16 rounds activations and dequantized weights to bfloat16 and multiplies them with oneDNN,
+// accumulating in float32: twice the float32 rate on AVX-512 BF16, more with AMX.
+enum class GemmBackend { Auto, Native, Onednn, Openblas, OnednnBf16 };
+inline constexpr int kGemmBackendCount = 5;
 
 std::string_view gemm_backend_name(GemmBackend backend);
-// "auto", "native", "onednn" or "openblas"; throws rill::Error naming the choices on anything else.
+// "auto", "native", "onednn", "openblas" or "onednn-bf16"; throws rill::Error naming the choices on anything else.
 GemmBackend parse_gemm_backend(std::string_view name);
 
 // c[i][j] = sum over p of a[i][p] * b[j][p], for i < m, j < n, p < k. a is m rows of k floats,
@@ -41,5 +46,10 @@ using OnednnGemmPtr = std::unique_ptr<OnednnGemm, OnednnGemmDeleter>;
 
 OnednnGemmPtr make_onednn_gemm(int n_threads);
 void onednn_gemm(OnednnGemm& state, int thread, const GemmShape& shape, const float* a, const float* b, float* c);
+// The same with a and b in bfloat16 (lda and ldb count bfloat16 values); c stays float32. Throws
+// rill::Error where oneDNN has no bf16 matmul for the CPU.
+void onednn_gemm_bf16(OnednnGemm& state, int thread, const GemmShape& shape, const uint16_t* a, const uint16_t* b, float* c);
+// oneDNN's name for the implementation it picked for this shape (e.g. "brg:avx512_core_bf16").
+std::string onednn_kernel_name(OnednnGemm& state, int thread, const GemmShape& shape, bool bf16);
 
 }  // namespace rill

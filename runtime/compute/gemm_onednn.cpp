@@ -1,4 +1,5 @@
-// The oneDNN backend: a matmul primitive per shape, float32 in and out. Each thread keeps its own
+// The oneDNN backend: a matmul primitive per shape and precision, float32 out; inputs float32, or
+// bfloat16 (AVX-512 BF16 or AMX kernels where the CPU has them). Each thread keeps its own
 // stream, primitives and scratchpad, and runs them on itself: oneDNN's OpenMP runtime runs a
 // primitive called inside a parallel region on the calling thread.
 #include <dnnl.hpp>
@@ -19,6 +20,7 @@ struct Primitive {
     dnnl::matmul matmul;
     dnnl::memory a, b, c, scratchpad;
     std::vector<uint8_t> scratchpad_bytes;
+    std::string impl;  // oneDNN's name for the kernel it chose, e.g. brg:avx512_core_bf16
 };
 
 // Different prompt lengths give different shapes; past this many a thread forgets the ones it has.
@@ -30,7 +32,7 @@ struct OnednnGemm {
     dnnl::engine engine;
     struct PerThread {
         dnnl::stream stream;
-        std::map<std::tuple<int, int, int, int, int, int>, Primitive> primitives;
+        std::map<std::tuple<int, int, int, int, int, int, bool>, Primitive> primitives;
     };
     std::vector<PerThread> threads;
 };
@@ -51,12 +53,13 @@ OnednnGemmPtr make_onednn_gemm(int n_threads) {
 
 namespace {
 
-Primitive make_primitive(const dnnl::engine& engine, const GemmShape& s) {
+Primitive make_primitive(const dnnl::engine& engine, const GemmShape& s, bool bf16) {
     using dt = dnnl::memory::data_type;
     using dims = dnnl::memory::dims;
-    // B is n rows of ldb floats; oneDNN's weights are k × n, so element (p, j) sits at j * ldb + p.
-    const dnnl::memory::desc a_md(dims{s.m, s.k}, dt::f32, dims{s.row_a(), 1});
-    const dnnl::memory::desc b_md(dims{s.k, s.n}, dt::f32, dims{1, s.row_b()});
+    const dt in = bf16 ? dt::bf16 : dt::f32;
+    // B is n rows of ldb values; oneDNN's weights are k × n, so element (p, j) sits at j * ldb + p.
+    const dnnl::memory::desc a_md(dims{s.m, s.k}, in, dims{s.row_a(), 1});
+    const dnnl::memory::desc b_md(dims{s.k, s.n}, in, dims{1, s.row_b()});
     const dnnl::memory::desc c_md(dims{s.m, s.n}, dt::f32, dims{s.row_c(), 1});
     dnnl::primitive_attr attr;
     // The library's own scratchpad is shared between primitives and unsafe when threads run at once.
@@ -67,6 +70,7 @@ Primitive make_primitive(const dnnl::engine& engine, const GemmShape& s) {
     p.a = dnnl::memory(a_md, engine, DNNL_MEMORY_NONE);
     p.b = dnnl::memory(b_md, engine, DNNL_MEMORY_NONE);
     p.c = dnnl::memory(c_md, engine, DNNL_MEMORY_NONE);
+    p.impl = pd.impl_info_str();
     p.scratchpad_bytes.resize(pd.scratchpad_desc().get_size());
     p.scratchpad = dnnl::memory(pd.scratchpad_desc(), engine, p.scratchpad_bytes.data());
     return p;
@@ -74,21 +78,45 @@ Primitive make_primitive(const dnnl::engine& engine, const GemmShape& s) {
 
 }  // namespace
 
-void onednn_gemm(OnednnGemm& state, int thread, const GemmShape& s, const float* a, const float* b, float* c) {
+namespace {
+
+Primitive& primitive(OnednnGemm& state, int thread, const GemmShape& s, bool bf16) {
     OnednnGemm::PerThread& me = state.threads.at(size_t(thread));
-    const auto key = std::make_tuple(s.m, s.n, s.k, s.row_a(), s.row_b(), s.row_c());
+    const auto key = std::make_tuple(s.m, s.n, s.k, s.row_a(), s.row_b(), s.row_c(), bf16);
     auto it = me.primitives.find(key);
     if (it == me.primitives.end()) {
         if (me.primitives.size() >= kMaxShapes) me.primitives.clear();
-        it = me.primitives.emplace(key, make_primitive(state.engine, s)).first;
+        try {
+            it = me.primitives.emplace(key, make_primitive(state.engine, s, bf16)).first;
+        } catch (const dnnl::error& e) {
+            throw Error(std::string("oneDNN has no ") + (bf16 ? "bf16" : "f32") + " matmul for this CPU: " + e.what());
+        }
     }
-    Primitive& p = it->second;
-    p.a.set_data_handle(const_cast<float*>(a));
-    p.b.set_data_handle(const_cast<float*>(b));
+    return it->second;
+}
+
+void run(OnednnGemm& state, int thread, Primitive& p, const void* a, const void* b, float* c) {
+    p.a.set_data_handle(const_cast<void*>(a));
+    p.b.set_data_handle(const_cast<void*>(b));
     p.c.set_data_handle(c);
-    p.matmul.execute(me.stream, {{DNNL_ARG_SRC, p.a}, {DNNL_ARG_WEIGHTS, p.b}, {DNNL_ARG_DST, p.c},
-                                 {DNNL_ARG_SCRATCHPAD, p.scratchpad}});
-    me.stream.wait();
+    dnnl::stream& stream = state.threads[size_t(thread)].stream;
+    p.matmul.execute(stream, {{DNNL_ARG_SRC, p.a}, {DNNL_ARG_WEIGHTS, p.b}, {DNNL_ARG_DST, p.c},
+                              {DNNL_ARG_SCRATCHPAD, p.scratchpad}});
+    stream.wait();
+}
+
+}  // namespace
+
+void onednn_gemm(OnednnGemm& state, int thread, const GemmShape& s, const float* a, const float* b, float* c) {
+    run(state, thread, primitive(state, thread, s, false), a, b, c);
+}
+
+void onednn_gemm_bf16(OnednnGemm& state, int thread, const GemmShape& s, const uint16_t* a, const uint16_t* b, float* c) {
+    run(state, thread, primitive(state, thread, s, true), a, b, c);
+}
+
+std::string onednn_kernel_name(OnednnGemm& state, int thread, const GemmShape& s, bool bf16) {
+    return primitive(state, thread, s, bf16).impl;
 }
 
 }  // namespace rill

@@ -65,24 +65,56 @@ void dequantize_panel(const Weight& w, int first, int count, float* out, uint8_t
     }
 }
 
+// The batch in bfloat16, converted once per call and shared by every panel (a team of threads splits
+// the tokens). Called inside the team's region; act_bf16 is sized before it.
+void activations_to_bf16(const float* in, int n_tokens, int cols, MatmulScratch& s) {
+#pragma omp for schedule(static)
+    for (int t = 0; t < n_tokens; ++t)
+        simd::f32_to_bf16_row(in + size_t(t) * size_t(cols), s.act_bf16.data() + size_t(t) * size_t(cols), size_t(cols));
+}
+
+// Rows [first, first + count) of a weight as bfloat16: a group of rows at a time is dequantized to
+// float32 in a small buffer that stays in cache, then rounded. BF16 weights need no work at all.
+const uint16_t* bf16_panel(const Weight& w, int first, int count, int me, MatmulScratch& s) {
+    if (w.type() == TensorType::BF16 && !w.interleaved) return reinterpret_cast<const uint16_t*>(w.row(first));
+    const size_t cols = size_t(w.cols());
+    uint16_t* out = s.panels_bf16[size_t(me)].data();
+    float* buf = s.panels[size_t(me)].data();
+    for (int r = first; r < first + count; r += int(kInterleave)) {
+        const int n = std::min(int(kInterleave), first + count - r);
+        const float* rows = buf;
+        if (w.type() == TensorType::F32) rows = reinterpret_cast<const float*>(w.row(r));
+        else dequantize_panel(w, r, n, buf, s.group_bytes[size_t(me)].data());
+        simd::f32_to_bf16_row(rows, out + size_t(r - first) * cols, size_t(n) * cols);
+    }
+    return out;
+}
+
 // The batch against each weight, a panel of rows at a time: a thread dequantizes the panel into its
 // scratch and multiplies the whole batch by it with the GEMM backend, on that thread alone.
 void gemm_matmul(std::span<const MatmulOutput> outputs, const float* in, int n_tokens, GemmBackend backend, MatmulScratch& s) {
+    const bool bf16 = backend == GemmBackend::OnednnBf16;
     for (const MatmulOutput& o : outputs) {
         const Weight& w = o.weight;
-        const size_t panel = size_t(panel_rows(w.cols())) * size_t(w.cols());
+        const size_t cols = size_t(w.cols());
+        // bf16 panels are dequantized kInterleave rows at a time through the float scratch.
+        const size_t panel = bf16 ? kInterleave * cols : size_t(panel_rows(w.cols())) * cols;
         const size_t group = kInterleave * w.tensor->row_bytes();
         // Grown to the widest weight seen; panels fill lazily, so a session that only decodes never
         // pays for them.
         for (int t = 0; t < s.n_threads; ++t) {
             if (s.panels[size_t(t)].size() < panel) s.panels[size_t(t)].resize(panel);
             if (s.group_bytes[size_t(t)].size() < group) s.group_bytes[size_t(t)].resize(group);
+            if (bf16 && s.panels_bf16[size_t(t)].size() < size_t(panel_rows(w.cols(), backend)) * cols)
+                s.panels_bf16[size_t(t)].resize(size_t(panel_rows(w.cols(), backend)) * cols);
         }
     }
+    const size_t act = size_t(n_tokens) * size_t(outputs[0].weight.cols());
+    if (bf16 && s.act_bf16.size() < act) s.act_bf16.resize(act);
     s.chunks.clear();
     for (size_t j = 0; j < outputs.size(); ++j) {
         const Weight& w = outputs[j].weight;
-        const int rows = w.rows(), step = panel_rows(w.cols());
+        const int rows = w.rows(), step = panel_rows(w.cols(), backend);
         for (int r = 0; r < rows; r += step) s.chunks.push_back({uint32_t(j), false, r, std::min(step, rows - r)});
     }
     // An exception must not leave a parallel region; the first one is kept and rethrown after it.
@@ -90,6 +122,7 @@ void gemm_matmul(std::span<const MatmulOutput> outputs, const float* in, int n_t
 #pragma omp parallel num_threads(s.n_threads)
     {
         const int me = omp_get_thread_num();
+        if (bf16) activations_to_bf16(in, n_tokens, outputs[0].weight.cols(), s);
         // The libraries size their own teams from omp_get_max_threads() unless they see an active
         // parallel region, and a team of one is not active: this task's setting keeps them on this
         // thread, so a panel's result is the same with one thread as with many. It ends with the region.
@@ -100,14 +133,19 @@ void gemm_matmul(std::span<const MatmulOutput> outputs, const float* in, int n_t
             const MatmulOutput& o = outputs[chunk.output];
             const Weight& w = o.weight;
             const GemmShape shape{n_tokens, chunk.count, w.cols(), w.rows()};
-            const float* panel = nullptr;
-            if (w.type() == TensorType::F32) {
-                panel = reinterpret_cast<const float*>(w.row(chunk.first));
-            } else {
-                dequantize_panel(w, chunk.first, chunk.count, s.panels[size_t(me)].data(), s.group_bytes[size_t(me)].data());
-                panel = s.panels[size_t(me)].data();
-            }
             try {
+                if (bf16) {
+                    const uint16_t* panel = bf16_panel(w, chunk.first, chunk.count, me, s);
+                    onednn_gemm_bf16(*s.onednn, me, shape, s.act_bf16.data(), panel, o.out + chunk.first);
+                    continue;
+                }
+                const float* panel = nullptr;
+                if (w.type() == TensorType::F32) {
+                    panel = reinterpret_cast<const float*>(w.row(chunk.first));
+                } else {
+                    dequantize_panel(w, chunk.first, chunk.count, s.panels[size_t(me)].data(), s.group_bytes[size_t(me)].data());
+                    panel = s.panels[size_t(me)].data();
+                }
                 if (backend == GemmBackend::Onednn)
                     onednn_gemm(*s.onednn, me, shape, in, panel, o.out + chunk.first);
                 else
@@ -123,8 +161,9 @@ void gemm_matmul(std::span<const MatmulOutput> outputs, const float* in, int n_t
 
 }  // namespace
 
-int panel_rows(int cols) {
-    const size_t fit = kPanelBytes / (size_t(std::max(cols, 1)) * sizeof(float));
+int panel_rows(int cols, GemmBackend backend) {
+    const size_t value = backend == GemmBackend::OnednnBf16 ? sizeof(uint16_t) : sizeof(float);
+    const size_t fit = kPanelBytes / (size_t(std::max(cols, 1)) * value);
     return int(std::max<size_t>(16, fit / 16 * 16));
 }
 
@@ -143,17 +182,31 @@ MatmulScratch::MatmulScratch(simd::KernelPath path, int n_threads, size_t widest
       rows(size_t(n_threads), std::vector<float>(path == simd::KernelPath::Reference ? widest_row : 0)),
       row_bytes(size_t(n_threads), std::vector<uint8_t>(path == simd::KernelPath::Reference ? widest_row * sizeof(float) : 0)) {
     if (gemm == GemmBackend::Native) return;
-    if (gemm == GemmBackend::Onednn) onednn = make_onednn_gemm(n_threads);
+    // Auto sends prompt batches to oneDNN's bf16 matmul on the avx512 path (choose_gemm).
+    if (gemm == GemmBackend::Onednn || gemm == GemmBackend::OnednnBf16 || (gemm == GemmBackend::Auto && path == simd::KernelPath::Avx512))
+        onednn = make_onednn_gemm(n_threads);
     panels.resize(size_t(n_threads));
+    panels_bf16.resize(size_t(n_threads));
     group_bytes.resize(size_t(n_threads));
 }
 
 GemmBackend choose_gemm(GemmBackend requested, TensorType type, int n_tokens, int min_tokens, simd::KernelPath path) {
     if (requested == GemmBackend::Native || n_tokens < min_tokens) return GemmBackend::Native;
     if (requested != GemmBackend::Auto) return requested;
-    // With VNNI (the avx512 path) the interleaved types' int8 group kernels beat dequantized panels on
-    // OpenBLAS at every batch size bench_gemm measured on a Zen 5, 32 to 512 tokens of a 2048-square
-    // weight: at 512, Q8_0 134 against 102 GFLOP/s, Q4_K 139 against 102, Q6_K 185 against 100.
+    // The avx512 path implies AVX-512 BF16, where oneDNN's bf16 matmul runs at twice its float32 rate:
+    // on a Zen 5 (2 threads, tinyllama pp512) Q4_0 216 t/s against 135-144 on the int8 kernels, Q4_K_M
+    // 236 against 85, Q8_0 233 against 73, F16 206 against 79. Short batches do not amortise rounding
+    // the panels: at 32 tokens the int8 kernels win (Q4_0 116 against 70 t/s), at 64 Q4_0 is level
+    // (141 against 133), so Q4_0 goes from 128. MXFP4 stays on its kernels: its experts see a few
+    // dozen routed tokens each, and dequantizing a whole expert for them costs more than the product.
+    if (path == simd::KernelPath::Avx512 && type != TensorType::MXFP4) {
+        const int from = std::max(type == TensorType::Q4_0 ? 128 : 64, min_tokens);
+        if (n_tokens >= from) return GemmBackend::OnednnBf16;
+        if (can_interleave(type)) return GemmBackend::Native;
+    }
+    // With VNNI the interleaved types' int8 group kernels beat dequantized float32 panels on OpenBLAS
+    // at every batch size bench_gemm measured on a Zen 5, 32 to 512 tokens of a 2048-square weight: at
+    // 512, Q8_0 134 against 102 GFLOP/s, Q4_K 139 against 102, Q6_K 185 against 100.
     if (path == simd::KernelPath::Avx512 && can_interleave(type)) return GemmBackend::Native;
     // The batch size from which OpenBLAS beat the decode kernels in bench_gemm (2 threads, AVX2):
     // float weights need no dequantizing; the quantized ones need enough tokens to amortise it.
@@ -299,14 +352,14 @@ void native_matmul(std::span<const MatmulTask> tasks, MatmulScratch& s) {
 void matmul(std::span<const MatmulOutput> outputs, const float* in, int n_tokens, MatmulScratch& s) {
     if (outputs.empty() || n_tokens <= 0) return;
     // Outputs that read the same input may still go different ways (Q4_K_M mixes Q4_K and Q6_K).
-    std::vector<MatmulOutput> by_backend[4];
+    std::vector<MatmulOutput> by_backend[kGemmBackendCount];
     s.pending.clear();
     for (const MatmulOutput& o : outputs) {
         const GemmBackend b = choose_gemm(s.gemm, o.weight.type(), n_tokens, s.gemm_min_tokens, s.path);
         if (b == GemmBackend::Native) s.pending.push_back({o.weight, in, n_tokens, o.out});
         else by_backend[int(b)].push_back(o);
     }
-    for (const GemmBackend b : {GemmBackend::Onednn, GemmBackend::Openblas})
+    for (const GemmBackend b : {GemmBackend::Onednn, GemmBackend::OnednnBf16, GemmBackend::Openblas})
         if (!by_backend[int(b)].empty()) gemm_matmul(by_backend[int(b)], in, n_tokens, b, s);
     if (!s.pending.empty()) native_matmul(s.pending, s);
 }

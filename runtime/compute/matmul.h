@@ -30,7 +30,8 @@ GemmBackend choose_gemm(GemmBackend requested, TensorType type, int n_tokens, in
 // Weight rows dequantized at a time per thread for the GEMM backends: about this many bytes of
 // float32, in whole multiples of 16 rows, so the scratch stays bounded whatever the model.
 inline constexpr size_t kPanelBytes = size_t(2) << 20;
-int panel_rows(int cols);
+// For the bf16 backend, the same bytes of bfloat16 (twice the rows).
+int panel_rows(int cols, GemmBackend backend = GemmBackend::Openblas);
 // The per-thread panel scratch a model needs at its widest weight, times n_threads.
 size_t gemm_scratch_bytes(const Model& model, int n_threads);
 
@@ -69,8 +70,10 @@ struct MatmulScratch {
     int n_threads = 1;
     GemmBackend gemm = GemmBackend::Auto;
     int gemm_min_tokens = kGemmMinTokens;
-    OnednnGemmPtr onednn;                        // created when gemm is Onednn
+    OnednnGemmPtr onednn;                        // created when gemm may go to oneDNN
     std::vector<std::vector<float>> panels;      // GEMM backends: dequantized weight rows per thread
+    std::vector<std::vector<uint16_t>> panels_bf16;  // the bf16 backend: a panel rounded to bfloat16 per thread
+    std::vector<uint16_t> act_bf16;              // the bf16 backend: the batch rounded to bfloat16
     std::vector<std::vector<uint8_t>> group_bytes;  // GEMM backends: an interleaved group put back in order
     std::vector<std::vector<float>> rows;        // reference path: one dequantized weight row per thread
     std::vector<std::vector<uint8_t>> row_bytes;  // reference path: an interleaved row put back in order
