@@ -23,8 +23,8 @@ using namespace rill;
 namespace {
 
 bool bf16_gemm_here() {
-    if (simd::cpu_supports(simd::KernelPath::Avx512)) return true;
-    WARN("skipped: this CPU has no AVX-512 BF16, where auto would use the bf16 backend");
+    if (simd::cpu_supports(simd::KernelPath::Avx512) && onednn_has_bf16(*make_onednn_gemm(1))) return true;
+    WARN("skipped: no AVX-512 BF16 here, or oneDNN held below it (ONEDNN_MAX_CPU_ISA)");
     return false;
 }
 
@@ -74,6 +74,13 @@ TEST_CASE("the bf16 backend is within bfloat16 rounding of exact arithmetic for 
             }
         CHECK(wrong == 0);
     }
+}
+
+TEST_CASE("auto leaves the bf16 backend alone where oneDNN has no bf16 matmul", "[prefill][bf16]") {
+    CHECK(choose_gemm(GemmBackend::Auto, TensorType::Q4_K, 512, kGemmMinTokens, simd::KernelPath::Avx512, false) == GemmBackend::Native);
+    CHECK(choose_gemm(GemmBackend::Auto, TensorType::F16, 512, kGemmMinTokens, simd::KernelPath::Avx512, false) == GemmBackend::Openblas);
+    MatmulScratch scratch(simd::KernelPath::Avx512, 1, 64, GemmBackend::Auto);
+    CHECK(scratch.onednn_bf16 == onednn_has_bf16(*make_onednn_gemm(1)));
 }
 
 TEST_CASE("a bf16 GEMM batch gives bit-identical logits with 1 and 2 threads", "[prefill][bf16][threads]") {

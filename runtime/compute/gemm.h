@@ -49,6 +49,9 @@ void onednn_gemm(OnednnGemm& state, int thread, const GemmShape& shape, const fl
 // The same with a and b in bfloat16 (lda and ldb count bfloat16 values); c stays float32. Throws
 // rill::Error where oneDNN has no bf16 matmul for the CPU.
 void onednn_gemm_bf16(OnednnGemm& state, int thread, const GemmShape& shape, const uint16_t* a, const uint16_t* b, float* c);
+// Whether oneDNN has a bf16 matmul here that is not its reference loop: not on CPUs without AVX-512
+// (oneDNN 2.6), nor where ONEDNN_MAX_CPU_ISA holds it below AVX-512.
+bool onednn_has_bf16(OnednnGemm& state);
 // oneDNN's name for the implementation it picked for this shape (e.g. "brg:avx512_core_bf16").
 std::string onednn_kernel_name(OnednnGemm& state, int thread, const GemmShape& shape, bool bf16);
 

@@ -115,6 +115,14 @@ void onednn_gemm_bf16(OnednnGemm& state, int thread, const GemmShape& s, const u
     run(state, thread, primitive(state, thread, s, true), a, b, c);
 }
 
+bool onednn_has_bf16(OnednnGemm& state) {
+    try {
+        return onednn_kernel_name(state, 0, GemmShape{16, 16, 16}, true).find("ref") == std::string::npos;
+    } catch (const Error&) {
+        return false;
+    }
+}
+
 std::string onednn_kernel_name(OnednnGemm& state, int thread, const GemmShape& s, bool bf16) {
     return primitive(state, thread, s, bf16).impl;
 }

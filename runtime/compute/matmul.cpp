@@ -185,12 +185,13 @@ MatmulScratch::MatmulScratch(simd::KernelPath path, int n_threads, size_t widest
     // Auto sends prompt batches to oneDNN's bf16 matmul on the avx512 path (choose_gemm).
     if (gemm == GemmBackend::Onednn || gemm == GemmBackend::OnednnBf16 || (gemm == GemmBackend::Auto && path == simd::KernelPath::Avx512))
         onednn = make_onednn_gemm(n_threads);
+    onednn_bf16 = onednn && onednn_has_bf16(*onednn);
     panels.resize(size_t(n_threads));
     panels_bf16.resize(size_t(n_threads));
     group_bytes.resize(size_t(n_threads));
 }
 
-GemmBackend choose_gemm(GemmBackend requested, TensorType type, int n_tokens, int min_tokens, simd::KernelPath path) {
+GemmBackend choose_gemm(GemmBackend requested, TensorType type, int n_tokens, int min_tokens, simd::KernelPath path, bool bf16) {
     if (requested == GemmBackend::Native || n_tokens < min_tokens) return GemmBackend::Native;
     if (requested != GemmBackend::Auto) return requested;
     // The avx512 path implies AVX-512 BF16, where oneDNN's bf16 matmul runs at twice its float32 rate:
@@ -199,7 +200,7 @@ GemmBackend choose_gemm(GemmBackend requested, TensorType type, int n_tokens, in
     // the panels: at 32 tokens the int8 kernels win (Q4_0 116 against 70 t/s), at 64 Q4_0 is level
     // (141 against 133), so Q4_0 goes from 128. MXFP4 stays on its kernels: its experts see a few
     // dozen routed tokens each, and dequantizing a whole expert for them costs more than the product.
-    if (path == simd::KernelPath::Avx512 && type != TensorType::MXFP4) {
+    if (path == simd::KernelPath::Avx512 && bf16 && type != TensorType::MXFP4) {
         const int from = std::max(type == TensorType::Q4_0 ? 128 : 64, min_tokens);
         if (n_tokens >= from) return GemmBackend::OnednnBf16;
         if (can_interleave(type)) return GemmBackend::Native;
@@ -355,7 +356,7 @@ void matmul(std::span<const MatmulOutput> outputs, const float* in, int n_tokens
     std::vector<MatmulOutput> by_backend[kGemmBackendCount];
     s.pending.clear();
     for (const MatmulOutput& o : outputs) {
-        const GemmBackend b = choose_gemm(s.gemm, o.weight.type(), n_tokens, s.gemm_min_tokens, s.path);
+        const GemmBackend b = choose_gemm(s.gemm, o.weight.type(), n_tokens, s.gemm_min_tokens, s.path, s.onednn_bf16);
         if (b == GemmBackend::Native) s.pending.push_back({o.weight, in, n_tokens, o.out});
         else by_backend[int(b)].push_back(o);
     }
@@ -368,7 +369,7 @@ void matmul(std::span<const MatmulTask> tasks, MatmulScratch& s) {
     s.pending.clear();
     for (const MatmulTask& task : tasks) {
         if (task.n_tokens <= 0) continue;
-        const GemmBackend b = choose_gemm(s.gemm, task.weight.type(), task.n_tokens, s.gemm_min_tokens, s.path);
+        const GemmBackend b = choose_gemm(s.gemm, task.weight.type(), task.n_tokens, s.gemm_min_tokens, s.path, s.onednn_bf16);
         if (b == GemmBackend::Native) {
             s.pending.push_back(task);
         } else {

@@ -24,8 +24,10 @@ inline constexpr int kGemmMinTokens = 16;
 // processing"): the integer decode kernels beat float GEMM on Q4_0 and MXFP4 at every batch size, and
 // on every interleaved type with VNNI; elsewhere OpenBLAS takes the other types from a batch size that
 // depends on what dequantizing the type costs.
+// bf16: whether oneDNN's bf16 matmul runs here (MatmulScratch asks oneDNN once); auto uses it on the
+// avx512 path only when it does.
 GemmBackend choose_gemm(GemmBackend requested, TensorType type, int n_tokens, int min_tokens = kGemmMinTokens,
-                        simd::KernelPath path = simd::KernelPath::Avx2);
+                        simd::KernelPath path = simd::KernelPath::Avx2, bool bf16 = true);
 
 // Weight rows dequantized at a time per thread for the GEMM backends: about this many bytes of
 // float32, in whole multiples of 16 rows, so the scratch stays bounded whatever the model.
@@ -71,6 +73,7 @@ struct MatmulScratch {
     GemmBackend gemm = GemmBackend::Auto;
     int gemm_min_tokens = kGemmMinTokens;
     OnednnGemmPtr onednn;                        // created when gemm may go to oneDNN
+    bool onednn_bf16 = false;                    // oneDNN has a bf16 matmul here (onednn_has_bf16)
     std::vector<std::vector<float>> panels;      // GEMM backends: dequantized weight rows per thread
     std::vector<std::vector<uint16_t>> panels_bf16;  // the bf16 backend: a panel rounded to bfloat16 per thread
     std::vector<uint16_t> act_bf16;              // the bf16 backend: the batch rounded to bfloat16
