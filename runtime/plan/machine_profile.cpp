@@ -356,7 +356,9 @@ MachineProfile measure_machine(const std::function<void(const std::string&)>& st
     // Every type reads the same random bytes: the kernels' speed does not depend on the values, only
     // on their being ordinary numbers. Interleaved types are only told their rows are interleaved.
     constexpr int kCols = 4096;
-    constexpr size_t kGemmElements = size_t(1024) * 1024;
+    // Enough rows for several panels even at the bf16 backend's 2 MiB of bfloat16 (512 rows of 2048),
+    // so every thread gets work, as in a real model's matrices.
+    constexpr size_t kGemmElements = size_t(4) << 20;
     const size_t stream_bytes = std::max<size_t>(size_t(64) << 20, 2 * p.last_level_cache_bytes());
     std::vector<uint8_t> stream(stream_bytes);
     fill_weights(stream, 11);
@@ -365,7 +367,7 @@ MachineProfile measure_machine(const std::function<void(const std::string&)>& st
     // backends dequantize panels of fewer, longer rows for wide matrices, and run slower on them.
     const size_t probe_bytes = std::max<size_t>(size_t(256) << 20, 4 * p.last_level_cache_bytes());  // far past the cache
     std::vector<float> in(size_t(kProfileBatch) * std::max(kCols, kWideCols));  // every token's row, at the widest
-    std::vector<float> out(std::max(size_t(kProfileBatch) * 1024, stream_bytes / row_bytes(TensorType::Q2_K, kCols)));
+    std::vector<float> out(std::max(size_t(kProfileBatch) * (kGemmElements / kNarrowCols), stream_bytes / row_bytes(TensorType::Q2_K, kCols)));
     uint64_t seed = 7;
     for (float& x : in) x = float(int64_t(splitmix(seed) % 2001) - 1000) * 1e-3f;
 

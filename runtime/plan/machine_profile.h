@@ -15,7 +15,7 @@
 namespace rill {
 
 // Bumped whenever what is measured or how changes, so an old cache is measured again.
-inline constexpr int kMachineProfileVersion = 4;
+inline constexpr int kMachineProfileVersion = 5;  // 5: prompt rates through the bf16 backend where auto takes it
 // Prompt tokens per GEMM in the measurement: the default micro-batch, so dequantizing a weight panel
 // is shared by as many tokens as in a real prompt.
 inline constexpr int kProfileBatch = 512;
