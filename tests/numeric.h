@@ -18,6 +18,25 @@ inline std::vector<float> normal_floats(size_t n, uint32_t seed) {
     return v;
 }
 
+// How many products out[t * rows + r] of weight rows w (rows × cols) and inputs x (tokens × cols)
+// are farther from the exact sum than `share` of the sum of the terms' magnitudes.
+inline size_t products_off(std::span<const float> w, std::span<const float> x, std::span<const float> out, size_t rows,
+                           size_t cols, double share) {
+    const size_t tokens = x.size() / cols;
+    size_t off = 0;
+    for (size_t tok = 0; tok < tokens; ++tok)
+        for (size_t r = 0; r < rows; ++r) {
+            double exact = 0, magnitude = 0;
+            for (size_t i = 0; i < cols; ++i) {
+                const double p = double(w[r * cols + i]) * double(x[tok * cols + i]);
+                exact += p;
+                magnitude += std::abs(p);
+            }
+            off += !(std::abs(out[tok * rows + r] - exact) <= share * magnitude);
+        }
+    return off;
+}
+
 // log-softmax in double, as the golden references are written.
 inline std::vector<double> log_softmax(std::span<const float> logits) {
     double max = logits[0];

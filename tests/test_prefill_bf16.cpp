@@ -61,18 +61,7 @@ TEST_CASE("the bf16 backend is within bfloat16 rounding of exact arithmetic for 
         matmul(w.weight, x.data(), one.data(), int(tokens), single);
         matmul(w.weight, x.data(), two.data(), int(tokens), pair);
         CHECK(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)) == 0);
-        size_t wrong = 0;
-        for (size_t tok = 0; tok < tokens; ++tok)
-            for (size_t r = 0; r < rows; ++r) {
-                double exact = 0, magnitude = 0;
-                for (size_t i = 0; i < cols; ++i) {
-                    const double p = double(w.values[r * cols + i]) * double(x[tok * cols + i]);
-                    exact += p;
-                    magnitude += std::abs(p);
-                }
-                wrong += !(std::abs(one[tok * rows + r] - exact) <= (std::ldexp(1.0, -8) + 1e-5) * magnitude);
-            }
-        CHECK(wrong == 0);
+        CHECK(test::products_off(w.values, x, one, rows, cols, std::ldexp(1.0, -8) + 1e-5) == 0);
     }
 }
 
