@@ -100,13 +100,13 @@ void gemm_matmul(std::span<const MatmulOutput> outputs, const float* in, int n_t
         // bf16 panels are dequantized kInterleave rows at a time through the float scratch.
         const size_t panel = bf16 ? kInterleave * cols : size_t(panel_rows(w.cols())) * cols;
         const size_t group = kInterleave * w.tensor->row_bytes();
+        const size_t panel_bf16 = bf16 ? size_t(panel_rows(w.cols(), backend)) * cols : 0;
         // Grown to the widest weight seen; panels fill lazily, so a session that only decodes never
         // pays for them.
         for (int t = 0; t < s.n_threads; ++t) {
             if (s.panels[size_t(t)].size() < panel) s.panels[size_t(t)].resize(panel);
             if (s.group_bytes[size_t(t)].size() < group) s.group_bytes[size_t(t)].resize(group);
-            if (bf16 && s.panels_bf16[size_t(t)].size() < size_t(panel_rows(w.cols(), backend)) * cols)
-                s.panels_bf16[size_t(t)].resize(size_t(panel_rows(w.cols(), backend)) * cols);
+            if (s.panels_bf16[size_t(t)].size() < panel_bf16) s.panels_bf16[size_t(t)].resize(panel_bf16);
         }
     }
     const size_t act = size_t(n_tokens) * size_t(outputs[0].weight.cols());

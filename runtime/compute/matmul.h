@@ -21,9 +21,10 @@ inline constexpr int kGemmMinTokens = 16;
 
 // Which backend multiplies a batch of n_tokens by a weight of this type on this kernel path. A forced
 // backend is used from min_tokens up. Auto follows bench_gemm's measurements (README, "Prompt
-// processing"): the integer decode kernels beat float GEMM on Q4_0 and MXFP4 at every batch size, and
-// on every interleaved type with VNNI; elsewhere OpenBLAS takes the other types from a batch size that
-// depends on what dequantizing the type costs.
+// processing"): with AVX-512 BF16 (the avx512 path) oneDNN's bf16 matmul takes long batches of every
+// type but MXFP4, and the int8 decode kernels the short ones of the interleaved types; elsewhere the
+// integer kernels keep Q4_0, Q8_0, Q4_K, Q6_K and MXFP4, and OpenBLAS takes the other types from a
+// batch size that depends on what dequantizing the type costs.
 // bf16: whether oneDNN's bf16 matmul runs here (MatmulScratch asks oneDNN once); auto uses it on the
 // avx512 path only when it does.
 GemmBackend choose_gemm(GemmBackend requested, TensorType type, int n_tokens, int min_tokens = kGemmMinTokens,
