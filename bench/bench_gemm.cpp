@@ -119,7 +119,11 @@ const int kRegistered = [] {
             ->Unit(benchmark::kMicrosecond);
     for (const TensorType type : types)
         for (const auto& [name, backend] : {std::pair{"native", GemmBackend::Native}, std::pair{"onednn", GemmBackend::Onednn},
+                                            std::pair{"onednn-bf16", GemmBackend::OnednnBf16}, std::pair{"int8", GemmBackend::Int8},
                                             std::pair{"openblas", GemmBackend::Openblas}})
+            // The int8 backend runs Q4_0 and Q8_0 only, on the avx512 path.
+            if (backend != GemmBackend::Int8 || ((type == TensorType::Q4_0 || type == TensorType::Q8_0) &&
+                                                  simd::default_kernel_path() == simd::KernelPath::Avx512))
             benchmark::RegisterBenchmark(("matmul/" + std::string(traits(type).name) + "/" + name).c_str(), BM_matmul, type, backend)
                 ->RangeMultiplier(2)->Range(1, 512)->Unit(benchmark::kMillisecond)->UseRealTime();
     return 0;

@@ -6,8 +6,10 @@
 #include <exception>
 
 #include "quant/interleave.h"
+#include "runtime/base/error.h"
 #include "simd/convert.h"
 #include "simd/dot.h"
+#include "simd/gemm_q8.h"
 
 namespace rill {
 namespace {
@@ -159,9 +161,67 @@ void gemm_matmul(std::span<const MatmulOutput> outputs, const float* in, int n_t
     if (failure) std::rethrow_exception(failure);
 }
 
+// The batch against Q4_0 and Q8_0 weights on the int8 GEMM: the batch is quantized to 8-bit blocks
+// once (a team of threads splits the tokens), then each thread repacks a panel of rows into its
+// scratch and multiplies every token by it.
+void int8_matmul(std::span<const MatmulOutput> outputs, const float* in, int n_tokens, MatmulScratch& s) {
+    const simd::Q8GemmFn kernel = simd::q8_gemm_kernel(s.path);
+    const simd::GemvKernels& kernels = simd::gemv_kernels(s.path);
+    const size_t cols = size_t(outputs[0].weight.cols());
+    const size_t stride = simd::act_bytes(simd::ActFormat::Q8x32, cols);
+    if (s.act_q8.size() < stride * size_t(n_tokens)) s.act_q8.resize(stride * size_t(n_tokens));
+    s.chunks.clear();
+    size_t panel = 0, group = 0;
+    for (size_t j = 0; j < outputs.size(); ++j) {
+        const Weight& w = outputs[j].weight;
+        const int rows = w.rows(), step = panel_rows(w.cols(), GemmBackend::Int8);
+        panel = std::max(panel, simd::q8_panel_bytes(size_t(step), cols));
+        group = std::max(group, size_t(step) * w.tensor->row_bytes());
+        for (int r = 0; r < rows; r += step) s.chunks.push_back({uint32_t(j), false, r, std::min(step, rows - r)});
+    }
+    for (int t = 0; t < s.n_threads; ++t) {
+        if (s.panels_q8[size_t(t)].size() < panel) s.panels_q8[size_t(t)].resize(panel);
+        if (s.group_bytes[size_t(t)].size() < group) s.group_bytes[size_t(t)].resize(group);
+    }
+#pragma omp parallel num_threads(s.n_threads)
+    {
+        const size_t me = size_t(omp_get_thread_num());
+#pragma omp for schedule(static)
+        for (int t = 0; t < n_tokens; ++t) kernels.quantize_q8x32(in + size_t(t) * cols, cols, s.act_q8.data() + size_t(t) * stride);
+        std::vector<const uint8_t*> rows;
+#pragma omp for schedule(dynamic, 1)
+        for (size_t c = 0; c < s.chunks.size(); ++c) {
+            const RowChunk& chunk = s.chunks[c];
+            const MatmulOutput& o = outputs[chunk.output];
+            const Weight& w = o.weight;
+            const size_t row_stride = w.tensor->row_bytes();
+            const int grouped = w.interleaved ? w.rows() / int(kInterleave) * int(kInterleave) : 0;
+            // Interleaved groups are put back in ggml's order first, row by row.
+            rows.resize(size_t(chunk.count));
+            for (int i = 0; i < chunk.count; ++i) {
+                const int r = chunk.first + i;
+                if (r >= grouped) {
+                    rows[size_t(i)] = w.row(r);
+                    continue;
+                }
+                uint8_t* dst = s.group_bytes[me].data() + size_t(i) * row_stride;
+                plain_row(w.type(), w.tensor->data, size_t(r), row_stride, dst);
+                rows[size_t(i)] = dst;
+            }
+            simd::pack_q8_panel(w.type(), rows.data(), size_t(chunk.count), cols, s.panels_q8[me].data());
+            kernel(s.panels_q8[me].data(), size_t(chunk.count), cols, simd::q8_zero_point(w.type()), s.act_q8.data(), stride, n_tokens,
+                   o.out + chunk.first, size_t(w.rows()));
+        }
+    }
+}
+
 }  // namespace
 
 int panel_rows(int cols, GemmBackend backend) {
+    if (backend == GemmBackend::Int8) {
+        const size_t block = simd::q8_panel_bytes(size_t(simd::kQ8PanelRows), size_t(std::max(cols, 32)));
+        return int(std::max<size_t>(1, kQ8PanelBytes / block)) * simd::kQ8PanelRows;
+    }
     const size_t value = backend == GemmBackend::OnednnBf16 ? sizeof(uint16_t) : sizeof(float);
     const size_t fit = kPanelBytes / (size_t(std::max(cols, 1)) * value);
     return int(std::max<size_t>(16, fit / 16 * 16));
@@ -182,17 +242,24 @@ MatmulScratch::MatmulScratch(simd::KernelPath path, int n_threads, size_t widest
       rows(size_t(n_threads), std::vector<float>(path == simd::KernelPath::Reference ? widest_row : 0)),
       row_bytes(size_t(n_threads), std::vector<uint8_t>(path == simd::KernelPath::Reference ? widest_row * sizeof(float) : 0)) {
     if (gemm == GemmBackend::Native) return;
-    // Auto sends prompt batches to oneDNN's bf16 matmul on the avx512 path (choose_gemm).
-    if (gemm == GemmBackend::Onednn || gemm == GemmBackend::OnednnBf16 || (gemm == GemmBackend::Auto && path == simd::KernelPath::Avx512))
+    if (gemm == GemmBackend::Int8 && simd::q8_gemm_kernel(path) == nullptr)
+        throw Error("--gemm int8 needs AVX-512 VNNI (the avx512 kernel path); this run uses the " +
+                    std::string(simd::kernel_path_name(path)) + " path");
+    // Auto sends prompt batches to oneDNN's bf16 matmul on the avx512 path (choose_gemm); there, and
+    // with the int8 backend, a prompt's attention runs on oneDNN's float32 matmul too (session.cpp).
+    if (gemm == GemmBackend::Onednn || gemm == GemmBackend::OnednnBf16 || gemm == GemmBackend::Int8 ||
+        (gemm == GemmBackend::Auto && path == simd::KernelPath::Avx512))
         onednn = make_onednn_gemm(n_threads);
     onednn_bf16 = onednn && onednn_has_bf16(*onednn);
     panels.resize(size_t(n_threads));
     panels_bf16.resize(size_t(n_threads));
+    panels_q8.resize(size_t(n_threads));
     group_bytes.resize(size_t(n_threads));
 }
 
 GemmBackend choose_gemm(GemmBackend requested, TensorType type, int n_tokens, int min_tokens, simd::KernelPath path, bool bf16) {
     if (requested == GemmBackend::Native || n_tokens < min_tokens) return GemmBackend::Native;
+    if (requested == GemmBackend::Int8) return simd::q8_gemm_supports(type) ? requested : GemmBackend::Native;
     if (requested != GemmBackend::Auto) return requested;
     // The avx512 path implies AVX-512 BF16, where oneDNN's bf16 matmul runs at twice its float32 rate:
     // on a Zen 5 (2 threads, tinyllama pp512) Q4_0 216 t/s against 135-144 on the int8 kernels, Q4_K_M
@@ -200,6 +267,13 @@ GemmBackend choose_gemm(GemmBackend requested, TensorType type, int n_tokens, in
     // the panels: at 32 tokens the int8 kernels win (Q4_0 116 against 70 t/s), at 64 Q4_0 is level
     // (141 against 133), so Q4_0 goes from 128. MXFP4 stays on its kernels: its experts see a few
     // dozen routed tokens each, and dequantizing a whole expert for them costs more than the product.
+    // Q4_0 and Q8_0 go further on the int8 GEMM (VNNI byte products against 8-bit activations, the
+    // native kernels' arithmetic): bench_gemm, 2048-square weight, 2 threads, Zen 5, at 512 tokens Q4_0
+    // 862 GOP/s against bf16's 516 and the kernels' 287, Q8_0 878 against 488 and 196. Repacking a
+    // panel costs about 0.3 ms per 4M weights, so short batches stay on the kernels: Q4_0 wins from 64
+    // tokens (394 against 272; at 32 it loses, 203 against 299), Q8_0 from 32 (243 against 191).
+    if (path == simd::KernelPath::Avx512 && simd::q8_gemm_supports(type) && simd::q8_gemm_kernel(path) != nullptr)
+        return n_tokens >= std::max(type == TensorType::Q4_0 ? 64 : 32, min_tokens) ? GemmBackend::Int8 : GemmBackend::Native;
     if (path == simd::KernelPath::Avx512 && bf16 && type != TensorType::MXFP4) {
         const int from = std::max(type == TensorType::Q4_0 ? 128 : 64, min_tokens);
         if (n_tokens >= from) return GemmBackend::OnednnBf16;
@@ -360,6 +434,7 @@ void matmul(std::span<const MatmulOutput> outputs, const float* in, int n_tokens
         if (b == GemmBackend::Native) s.pending.push_back({o.weight, in, n_tokens, o.out});
         else by_backend[int(b)].push_back(o);
     }
+    if (!by_backend[int(GemmBackend::Int8)].empty()) int8_matmul(by_backend[int(GemmBackend::Int8)], in, n_tokens, s);
     for (const GemmBackend b : {GemmBackend::Onednn, GemmBackend::OnednnBf16, GemmBackend::Openblas})
         if (!by_backend[int(b)].empty()) gemm_matmul(by_backend[int(b)], in, n_tokens, b, s);
     if (!s.pending.empty()) native_matmul(s.pending, s);
@@ -374,7 +449,8 @@ void matmul(std::span<const MatmulTask> tasks, MatmulScratch& s) {
             s.pending.push_back(task);
         } else {
             const MatmulOutput one[] = {{task.weight, task.out}};
-            gemm_matmul(one, task.in, task.n_tokens, b, s);
+            if (b == GemmBackend::Int8) int8_matmul(one, task.in, task.n_tokens, s);
+            else gemm_matmul(one, task.in, task.n_tokens, b, s);
         }
     }
     if (!s.pending.empty()) native_matmul(s.pending, s);

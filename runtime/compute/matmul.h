@@ -33,8 +33,11 @@ GemmBackend choose_gemm(GemmBackend requested, TensorType type, int n_tokens, in
 // Weight rows dequantized at a time per thread for the GEMM backends: about this many bytes of
 // float32, in whole multiples of 16 rows, so the scratch stays bounded whatever the model.
 inline constexpr size_t kPanelBytes = size_t(2) << 20;
-// For the bf16 backend, the same bytes of bfloat16 (twice the rows).
+// For the bf16 backend, the same bytes of bfloat16 (twice the rows); for the int8 backend, whole row
+// blocks of simd::kQ8PanelRows in about kQ8PanelBytes of repacked bytes.
 int panel_rows(int cols, GemmBackend backend = GemmBackend::Openblas);
+// An int8 panel small enough to stay in a core's second-level cache while the batch streams past it.
+inline constexpr size_t kQ8PanelBytes = size_t(256) << 10;
 // The per-thread panel scratch a model needs at its widest weight, times n_threads.
 size_t gemm_scratch_bytes(const Model& model, int n_threads);
 
@@ -78,6 +81,8 @@ struct MatmulScratch {
     std::vector<std::vector<float>> panels;      // GEMM backends: dequantized weight rows per thread
     std::vector<std::vector<uint16_t>> panels_bf16;  // the bf16 backend: a panel rounded to bfloat16 per thread
     std::vector<uint16_t> act_bf16;              // the bf16 backend: the batch rounded to bfloat16
+    std::vector<std::vector<uint8_t>> panels_q8;  // the int8 backend: a repacked panel per thread
+    std::vector<uint8_t> act_q8;                 // the int8 backend: the batch in 8-bit blocks (Q8x32)
     std::vector<std::vector<uint8_t>> group_bytes;  // GEMM backends: an interleaved group put back in order
     std::vector<std::vector<float>> rows;        // reference path: one dequantized weight row per thread
     std::vector<std::vector<uint8_t>> row_bytes;  // reference path: an interleaved row put back in order
