@@ -56,6 +56,7 @@ struct BenchFlags {
     std::string sweep;  // "threads" or "ctx"
     std::string plot_path;
     std::string depth_list = "0,512,1024,2048";
+    std::string n_depth_list = "0";  // -d: every pp and tg row at each of these depths
 };
 
 // One kind of row: a prompt of n_prompt tokens (pp) or n_gen single-token decode steps (tg).
@@ -81,6 +82,7 @@ struct RowResult {
     double flops = 0;               // pp rows only: per prompt
     double peak_gflops = 0;         // pp rows only: measured at this thread count
     std::string gemm;               // the GEMM backend asked for
+    ordered_json gemm_choices;      // per weight type: the backend a batch of this row's size took, and why
     std::string type_k, type_v;     // the KV cache's types, as llama-bench names them
     double peak_rss_mb = 0;
 };
@@ -400,6 +402,10 @@ double run_llama_bench(const LlamaBench& llama, const std::string& model_path, c
                                  std::string("-ctv"), std::string(kv_type_name(kv_types.v)), std::string("-p"), std::to_string(test.n_prompt), std::string("-n"),
                                  std::to_string(test.n_gen), std::string("-ub"), std::to_string(ubatch)})
         args.push_back(a);
+    if (test.depth > 0) {
+        args.push_back("-d");
+        args.push_back(std::to_string(test.depth));
+    }
     const std::string command = shell_words(args);
     const ProcessOutput run = run_process(args);
     if (run.exit_code != 0)
@@ -467,6 +473,7 @@ ordered_json row_json(const ModelSummary& model, const RowResult& row, bool with
     // peak measured at the same thread count.
     const double gflops = row.flops * avg_ts / double(std::max(1, row.test.n_prompt)) * 1e-9;
     j["gemm"] = row.gemm;
+    j["gemm_choices"] = row.gemm_choices;
     j["type_k"] = row.type_k;
     j["type_v"] = row.type_v;
     j["flops_per_prompt"] = decode ? ordered_json(nullptr) : ordered_json(row.flops);
@@ -646,10 +653,13 @@ int bench(const BenchFlags& f) {
         const int n_gen = gens.empty() || gens[0] == 0 ? 128 : gens[0];
         for (const int d : parse_int_list(f.depth_list, "--depths", 0, kMaxTokens, "a context depth")) tests.push_back({0, n_gen, d});
     } else {
-        for (const int p : prompts)
-            if (p > 0) tests.push_back({p, 0});
-        for (const int n : gens)
-            if (n > 0) tests.push_back({0, n});
+        const std::vector<int> depths = parse_int_list(f.n_depth_list, "-d,--n-depth", 0, kMaxTokens, "a context depth");
+        for (const int d : depths)
+            for (const int p : prompts)
+                if (p > 0) tests.push_back({p, 0, d});
+        for (const int d : depths)
+            for (const int n : gens)
+                if (n > 0) tests.push_back({0, n, d});
     }
     if (tests.empty()) throw CLI::ValidationError("-p/-n", "nothing to run: every -p and -n value is 0");
     if (!f.plot_path.empty() && f.sweep.empty())
@@ -709,6 +719,9 @@ int bench(const BenchFlags& f) {
             options.n_batch = f.ubatch;
             options.kv_types = kv_types;
             options.gemm = parse_gemm_backend(f.gemm);
+            if (options.gemm == GemmBackend::Auto) options.gemm_table = calibrated_gemm_table(*model, t);
+            // A decode step is one token; a prompt row's batches are ubatch tokens (the last may be shorter).
+            row.gemm_choices = gemm_choices_json(*model, options, test.n_prompt > 0 ? std::min(test.n_prompt, f.ubatch) : 1);
             Session session(*model, options);
             const std::vector<int32_t> tokens = bench_tokens(size_t(test.depth + test.n_tokens()), n_vocab, bos);
             const std::span<const int32_t> context = std::span<const int32_t>(tokens).first(size_t(test.depth));
@@ -773,6 +786,7 @@ Action add_bench(CLI::App& app) {
         "  rill bench -m model.gguf                         pp512 and tg128 on every core, 5 repetitions\n"
         "  rill bench -m model.gguf -p 0 -n 64,256 -t 1,2 -o json\n"
         "  rill bench -m model.gguf -r 3 --vs-llamacpp      llama.cpp's llama-bench in alternate runs\n"
+        "  rill bench -m model.gguf -p 512 -n 0 -d 0,4096   the prompt after 4096 tokens already in the context\n"
         "  rill bench -m model.gguf --sweep threads --plot threads.svg\n"
         "  rill bench -m model.gguf -n 64 --sweep ctx --depths 0,1024,2048,4096 --plot ctx.svg\n"
         "Columns: t/s is tokens per second, mean ± sample stddev over the repetitions (pp: prompt tokens\n"
@@ -787,6 +801,10 @@ Action add_bench(CLI::App& app) {
     cmd->add_option("-t,--threads", f->thread_list,
                     "thread counts, comma-separated (default: the plan's counts from the cached machine profile, decode "
                     "for tg rows and prompt for pp rows; without a profile, every core)");
+    cmd->add_option("-d,--n-depth", f->n_depth_list,
+                    "context depths, comma-separated, as llama-bench's -d: each row runs after that many tokens are "
+                    "already in the cache (filled untimed), so pp rows include attention over them")
+        ->capture_default_str();
     cmd->add_option("-r,--repetitions", f->repetitions, "timed repetitions of each row")
         ->capture_default_str()->check(CLI::Range(1, 1000));
     cmd->add_option("-o,--output", f->output, "output format: md, json or csv")

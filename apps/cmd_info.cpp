@@ -1,10 +1,12 @@
 // rill info: what a GGUF model is, and what it costs in memory.
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <memory>
 
 #include "commands.h"
 #include "kv_flags.h"
+#include "machine_threads.h"
 #include "runtime/plan/budget.h"
 #include "model_flags.h"
 #include "runtime/compute/kv_cache.h"
@@ -115,7 +117,15 @@ int info(const InfoFlags& f) {
     // the GEMM backends (bounded, whatever the model's size) and the batch's activations.
     const int threads = default_thread_count();
     const size_t panel_bytes = gemm_scratch_bytes(*model, 1);
-    const size_t batch_bytes = batch_activation_bytes(hp, 512);
+    // The batch's activations and the rounded copies the bf16 and int8 backends make of it.
+    const size_t batch_bytes = batch_activation_bytes(hp, 512) + gemm_batch_bytes(*model, 512);
+
+    // How a 512-token prompt batch multiplies each weight type here, from the cached calibration only
+    // (info never measures; run, chat, serve and bench calibrate on first use).
+    SessionOptions prompt_options;
+    const int prompt_threads = std::max(1, choose_threads(*model, 0).prefill);
+    prompt_options.gemm_table = obtain_gemm_table(matmul_types(*model), prompt_threads, gemm_calibration_path(), {}, false);
+    const nlohmann::ordered_json matmuls = gemm_choices_json(*model, prompt_options, 512);
 
     if (f.json) {
         std::printf("{\"file\":\"%s\",\"gguf_version\":%u,\"architecture\":\"%s\",\"n_vocab\":%d,\"n_embd\":%d,"
@@ -135,12 +145,13 @@ int info(const InfoFlags& f) {
                     "\"kv_bytes_per_token_f32\":%llu,\"gemm_scratch_bytes_per_thread\":%zu,\"gemm_scratch_threads\":%d,"
                     "\"batch_activation_bytes_512\":%zu,\"default_ctx\":%d,\"kv_cache_bytes_f16_default_ctx\":%llu,"
                     "\"kv_type\":\"%s\",\"kv_bytes_per_token\":%llu,\"kv_cache_bytes_default_ctx\":%llu,"
-                    "\"n_params\":%llu,\"n_active_params\":%llu,\"n_expert\":%d,\"n_expert_used\":%d}\n",
+                    "\"n_params\":%llu,\"n_active_params\":%llu,\"n_expert\":%d,\"n_expert_used\":%d,"
+                    "\"prompt_threads\":%d,\"prompt_matmuls\":%s}\n",
                     (unsigned long long)model->file.file_size(), (unsigned long long)model->weight_bytes(),
                     (unsigned long long)kv_f16, (unsigned long long)kv_f32, panel_bytes, threads, batch_bytes, ctx,
                     (unsigned long long)kv_default, kv_label.c_str(), (unsigned long long)kv_chosen,
                     (unsigned long long)kv_chosen_default, (unsigned long long)n_params, (unsigned long long)n_active, hp.n_expert,
-                    hp.n_expert_used);
+                    hp.n_expert_used, prompt_threads, matmuls.dump().c_str());
         return 0;
     }
     std::printf("file          %s (GGUF v%u)\n", model->file.name().c_str(), model->file.version());
@@ -187,6 +198,10 @@ int info(const InfoFlags& f) {
     std::printf("prompt scratch %s per thread for GEMM panels (%s at %d threads), %s of activations per 512-token micro-batch\n",
                 human_bytes(double(panel_bytes)).c_str(), human_bytes(double(panel_bytes) * threads).c_str(), threads,
                 human_bytes(double(batch_bytes)).c_str());
+    std::printf("prompt matmuls (a 512-token batch at %d %s)\n", prompt_threads, prompt_threads == 1 ? "thread" : "threads");
+    for (const auto& m : matmuls)
+        std::printf("  %-8s %-12s %s; %s; %s\n", m["type"].get<std::string>().c_str(), m["backend"].get<std::string>().c_str(),
+                    m["precision"].get<std::string>().c_str(), m["kernel"].get<std::string>().c_str(), m["why"].get<std::string>().c_str());
     return 0;
 }
 

@@ -46,6 +46,8 @@ struct SessionFlags {
         const ThreadChoice chosen = choose_threads(model, threads);
         o.n_threads = chosen.decode;
         o.n_threads_batch = chosen.prefill;
+        if (o.gemm == GemmBackend::Auto)
+            o.gemm_table = calibrated_gemm_table(model, o.n_threads_batch > 0 ? o.n_threads_batch : default_thread_count());
         return o;
     }
 

@@ -37,6 +37,10 @@ struct GemmShape {
 };
 
 void openblas_gemm(const GemmShape& shape, const float* a, const float* b, float* c);
+// The libraries' versions (OpenBLAS's whole configuration line), for calibration caches that must
+// notice an upgrade.
+std::string openblas_version();
+std::string onednn_version();
 
 // oneDNN needs an engine and a primitive per shape. They are created on first use and kept, one set
 // per thread, so no lock is taken and each primitive stays on the thread that made it.

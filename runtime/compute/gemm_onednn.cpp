@@ -115,6 +115,11 @@ void onednn_gemm_bf16(OnednnGemm& state, int thread, const GemmShape& s, const u
     run(state, thread, primitive(state, thread, s, true), a, b, c);
 }
 
+std::string onednn_version() {
+    const dnnl_version_t* v = dnnl_version();
+    return std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
+}
+
 bool onednn_has_bf16(OnednnGemm& state) {
     try {
         return onednn_kernel_name(state, 0, GemmShape{16, 16, 16}, true).find("ref") == std::string::npos;

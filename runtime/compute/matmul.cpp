@@ -229,10 +229,22 @@ int panel_rows(int cols, GemmBackend backend) {
 
 size_t gemm_scratch_bytes(const Model& model, int n_threads) {
     const Hparams& hp = model.hp;
-    size_t widest = 0;
-    for (const int cols : {hp.n_embd, hp.n_ff, hp.q_dim()})
-        widest = std::max(widest, size_t(panel_rows(cols)) * size_t(cols) * sizeof(float));
-    return widest * size_t(n_threads);
+    // Each backend's panel grows to the widest weight it has seen and stays, so a session that has
+    // used all three keeps all three: float32, bfloat16 (plus its eight-row float32 staging), int8.
+    size_t f32 = 0, bf16 = 0, q8 = 0;
+    for (const int cols : {hp.n_embd, hp.n_ff, hp.q_dim()}) {
+        const size_t c = size_t(cols);
+        f32 = std::max(f32, size_t(panel_rows(cols)) * c * sizeof(float));
+        bf16 = std::max(bf16, size_t(panel_rows(cols, GemmBackend::OnednnBf16)) * c * sizeof(uint16_t) + kInterleave * c * sizeof(float));
+        q8 = std::max(q8, simd::q8_panel_bytes(size_t(panel_rows(cols, GemmBackend::Int8)), c / 32 * 32));
+    }
+    return (f32 + bf16 + q8) * size_t(n_threads);
+}
+
+size_t gemm_batch_bytes(const Model& model, int n_batch) {
+    const Hparams& hp = model.hp;
+    const size_t widest = size_t(std::max({hp.n_embd, hp.n_ff, hp.q_dim()}));
+    return size_t(n_batch) * (widest * sizeof(uint16_t) + simd::act_bytes(simd::ActFormat::Q8x32, widest / 32 * 32));
 }
 
 MatmulScratch::MatmulScratch(simd::KernelPath path, int n_threads, size_t widest_row, GemmBackend gemm)
@@ -245,11 +257,9 @@ MatmulScratch::MatmulScratch(simd::KernelPath path, int n_threads, size_t widest
     if (gemm == GemmBackend::Int8 && simd::q8_gemm_kernel(path) == nullptr)
         throw Error("--gemm int8 needs AVX-512 VNNI (the avx512 kernel path); this run uses the " +
                     std::string(simd::kernel_path_name(path)) + " path");
-    // Auto sends prompt batches to oneDNN's bf16 matmul on the avx512 path (choose_gemm); there, and
-    // with the int8 backend, a prompt's attention runs on oneDNN's float32 matmul too (session.cpp).
-    if (gemm == GemmBackend::Onednn || gemm == GemmBackend::OnednnBf16 || gemm == GemmBackend::Int8 ||
-        (gemm == GemmBackend::Auto && path == simd::KernelPath::Avx512))
-        onednn = make_onednn_gemm(n_threads);
+    // Auto may send prompt batches to oneDNN (choose_gemm, or a calibration that measured it fastest);
+    // wherever the scratch has oneDNN, a prompt's attention runs on its float32 matmul too (session.cpp).
+    if (gemm != GemmBackend::Openblas) onednn = make_onednn_gemm(n_threads);
     onednn_bf16 = onednn && onednn_has_bf16(*onednn);
     panels.resize(size_t(n_threads));
     panels_bf16.resize(size_t(n_threads));
@@ -257,10 +267,22 @@ MatmulScratch::MatmulScratch(simd::KernelPath path, int n_threads, size_t widest
     group_bytes.resize(size_t(n_threads));
 }
 
-GemmBackend choose_gemm(GemmBackend requested, TensorType type, int n_tokens, int min_tokens, simd::KernelPath path, bool bf16) {
+bool gemm_runs_here(GemmBackend backend, TensorType type, simd::KernelPath path, bool bf16) {
+    switch (backend) {
+        case GemmBackend::Auto: return false;
+        case GemmBackend::OnednnBf16: return bf16;
+        case GemmBackend::Int8: return simd::q8_gemm_supports(type) && simd::q8_gemm_kernel(path) != nullptr;
+        default: return true;
+    }
+}
+
+GemmBackend choose_gemm(GemmBackend requested, TensorType type, int n_tokens, int min_tokens, simd::KernelPath path, bool bf16,
+                        const GemmTable* table) {
     if (requested == GemmBackend::Native || n_tokens < min_tokens) return GemmBackend::Native;
     if (requested == GemmBackend::Int8) return simd::q8_gemm_supports(type) ? requested : GemmBackend::Native;
     if (requested != GemmBackend::Auto) return requested;
+    if (table != nullptr)
+        if (const auto measured = table->choice(type, n_tokens); measured && gemm_runs_here(*measured, type, path, bf16)) return *measured;
     // The avx512 path implies AVX-512 BF16, where oneDNN's bf16 matmul runs at twice its float32 rate:
     // on a Zen 5 (2 threads, tinyllama pp512) Q4_0 216 t/s against 135-144 on the int8 kernels, Q4_K_M
     // 236 against 85, Q8_0 233 against 73, F16 206 against 79. Short batches do not amortise rounding
@@ -430,7 +452,7 @@ void matmul(std::span<const MatmulOutput> outputs, const float* in, int n_tokens
     std::vector<MatmulOutput> by_backend[kGemmBackendCount];
     s.pending.clear();
     for (const MatmulOutput& o : outputs) {
-        const GemmBackend b = choose_gemm(s.gemm, o.weight.type(), n_tokens, s.gemm_min_tokens, s.path, s.onednn_bf16);
+        const GemmBackend b = choose_gemm(s.gemm, o.weight.type(), n_tokens, s.gemm_min_tokens, s.path, s.onednn_bf16, s.table.get());
         if (b == GemmBackend::Native) s.pending.push_back({o.weight, in, n_tokens, o.out});
         else by_backend[int(b)].push_back(o);
     }
@@ -444,7 +466,7 @@ void matmul(std::span<const MatmulTask> tasks, MatmulScratch& s) {
     s.pending.clear();
     for (const MatmulTask& task : tasks) {
         if (task.n_tokens <= 0) continue;
-        const GemmBackend b = choose_gemm(s.gemm, task.weight.type(), task.n_tokens, s.gemm_min_tokens, s.path, s.onednn_bf16);
+        const GemmBackend b = choose_gemm(s.gemm, task.weight.type(), task.n_tokens, s.gemm_min_tokens, s.path, s.onednn_bf16, s.table.get());
         if (b == GemmBackend::Native) {
             s.pending.push_back(task);
         } else {

@@ -5,7 +5,10 @@
 #include <span>
 #include <vector>
 
+#include <memory>
+
 #include "runtime/compute/gemm.h"
+#include "runtime/compute/gemm_choice.h"
 #include "runtime/model/model.h"
 #include "simd/gemv.h"
 
@@ -27,8 +30,13 @@ inline constexpr int kGemmMinTokens = 16;
 // batch size that depends on what dequantizing the type costs.
 // bf16: whether oneDNN's bf16 matmul runs here (MatmulScratch asks oneDNN once); auto uses it on the
 // avx512 path only when it does.
+// table: this machine's calibration (gemm_choice.h); where it has the type, auto takes its choice
+// (unless that backend cannot run here), and the rule below only where it does not.
 GemmBackend choose_gemm(GemmBackend requested, TensorType type, int n_tokens, int min_tokens = kGemmMinTokens,
-                        simd::KernelPath path = simd::KernelPath::Avx2, bool bf16 = true);
+                        simd::KernelPath path = simd::KernelPath::Avx2, bool bf16 = true, const GemmTable* table = nullptr);
+// Whether a backend can run a weight type here: oneDNN's bf16 only where it has a real kernel, the
+// int8 GEMM only for its types on a path with its kernel.
+bool gemm_runs_here(GemmBackend backend, TensorType type, simd::KernelPath path, bool bf16);
 
 // Weight rows dequantized at a time per thread for the GEMM backends: about this many bytes of
 // float32, in whole multiples of 16 rows, so the scratch stays bounded whatever the model.
@@ -38,8 +46,10 @@ inline constexpr size_t kPanelBytes = size_t(2) << 20;
 int panel_rows(int cols, GemmBackend backend = GemmBackend::Openblas);
 // An int8 panel small enough to stay in a core's second-level cache while the batch streams past it.
 inline constexpr size_t kQ8PanelBytes = size_t(256) << 10;
-// The per-thread panel scratch a model needs at its widest weight, times n_threads.
+// The per-thread panel scratch a model needs at its widest weight (every backend's panel), times n_threads.
 size_t gemm_scratch_bytes(const Model& model, int n_threads);
+// The batch's rounded copies the bf16 and int8 backends share across threads, for n_batch tokens.
+size_t gemm_batch_bytes(const Model& model, int n_batch);
 
 // Rows [first, first + count) of one output, interleaved groups or ggml-layout rows.
 struct RowChunk {
@@ -78,6 +88,7 @@ struct MatmulScratch {
     int gemm_min_tokens = kGemmMinTokens;
     OnednnGemmPtr onednn;                        // created when gemm may go to oneDNN
     bool onednn_bf16 = false;                    // oneDNN has a bf16 matmul here (onednn_has_bf16)
+    std::shared_ptr<const GemmTable> table;      // auto's measured choices; null: the rule in choose_gemm
     std::vector<std::vector<float>> panels;      // GEMM backends: dequantized weight rows per thread
     std::vector<std::vector<uint16_t>> panels_bf16;  // the bf16 backend: a panel rounded to bfloat16 per thread
     std::vector<uint16_t> act_bf16;              // the bf16 backend: the batch rounded to bfloat16

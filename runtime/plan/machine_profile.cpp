@@ -19,6 +19,7 @@
 #include "runtime/compute/attention_batch.h"
 #include "runtime/compute/attention_decode.h"
 #include "runtime/plan/bandwidth.h"
+#include "runtime/plan/probe_matrix.h"
 #include "runtime/base/error.h"
 #include "runtime/compute/matmul.h"
 #include "quant/interleave.h"
@@ -128,63 +129,6 @@ double interpolate(const std::vector<int>& xs, const std::vector<double>& ys, in
             return ys[i - 1] + f * (ys[i] - ys[i - 1]);
         }
     return ys.back();
-}
-
-uint64_t splitmix(uint64_t& state) {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-// Random bytes that read as ordinary numbers in every type: every byte is 0x30 to 0x3b, so the high
-// byte of a half-float scale, of an F16 or BF16 value or of half an F32 is a middling exponent, and an
-// MXFP4 exponent byte (at any offset) a scale of 2^-80 or more, whose products stay normal. No value is
-// NaN, infinite or a float32 subnormal, which some CPUs handle slowly.
-void fill_weights(std::vector<uint8_t>& bytes, uint64_t seed) {
-    for (size_t i = 0; i < bytes.size(); i += 8) {
-        const uint64_t z = (splitmix(seed) & 0x3b3b3b3b3b3b3b3bull) | 0x3030303030303030ull;
-        std::memcpy(&bytes[i], &z, std::min<size_t>(8, bytes.size() - i));
-    }
-}
-
-struct TestMatrix {
-    GgufTensor tensor;
-    Weight weight;
-    TestMatrix() = default;
-    // The weight points at its own tensor, so a copy must point at the copy's.
-    TestMatrix(const TestMatrix& other) : tensor(other.tensor), weight(other.weight) { weight.tensor = &tensor; }
-    TestMatrix& operator=(const TestMatrix&) = delete;
-};
-
-// A rows × cols matrix of `type` over `bytes` from `offset`, read as the model loader lays it out.
-TestMatrix make_matrix(TensorType type, const std::vector<uint8_t>& bytes, int rows, int cols, size_t offset = 0) {
-    TestMatrix m;
-    GgufTensor& t = m.tensor;
-    t.name = "probe";
-    t.type = type;
-    t.n_dims = 2;
-    t.ne = {uint64_t(cols), uint64_t(rows), 1, 1};
-    t.n_elements = uint64_t(cols) * uint64_t(rows);
-    t.n_bytes = row_bytes(type, size_t(cols)) * size_t(rows);
-    t.data = bytes.data() + offset;
-    m.weight.interleaved = can_interleave(type) && rows >= int(kInterleave);
-    m.weight.tensor = &m.tensor;
-    return m;
-}
-
-// Shortest of `runs` timed calls, after an untimed one if asked: on a shared host the least disturbed run is
-// the closest to what the hardware does.
-template <class F>
-double best_seconds(int runs, bool warm_up, F&& call) {
-    if (warm_up) call();
-    double best = 1e30;
-    for (int r = 0; r < runs; ++r) {
-        const auto start = Clock::now();
-        call();
-        best = std::min(best, std::chrono::duration<double>(Clock::now() - start).count());
-    }
-    return std::max(best, 1e-9);
 }
 
 // GB/s of a mixture's decode: per layer, one token times kExpertsPerCall experts' gate and up

@@ -59,6 +59,7 @@ Session::Session(const Model& model, const SessionOptions& options)
     const int widest = std::max({hp.n_embd, hp.n_ff, hp.n_ff_exp, hp.q_dim()});
     scratch_ = MatmulScratch(choose_kernel_path(options.kernels), most_threads, size_t(widest),
                              options.gemm);
+    scratch_.table = options.gemm_table;
     decode_attention_ = DecodeAttentionScratch(most_threads, n_ctx_, hp.head_dim, hp.n_head / hp.n_head_kv);
 }
 
@@ -461,9 +462,14 @@ void Session::attention(int layer, int n_tokens, std::span<const KvPlace> places
     const Weight& sink = model_.layers[size_t(layer)].attn_sinks;
     const float* sinks = sink ? reinterpret_cast<const float*>(sink.tensor->data) : nullptr;
     if (one_sequence && scratch_.gemm != GemmBackend::Native && n_tokens >= scratch_.gemm_min_tokens) {
-        // oneDNN's float32 matmul wherever the scratch made one: on a Zen 5 (AVX-512) Debian's OpenBLAS
-        // runs its Haswell kernels, and a tinyllama Q4_0 pp512 went from 250 to 295 t/s (2 threads).
-        const bool onednn = scratch_.onednn && scratch_.gemm != GemmBackend::Openblas;
+        // oneDNN's float32 matmul on the avx512 path and wherever a oneDNN or int8 backend is forced: on
+        // a Zen 5 Debian's OpenBLAS runs its Haswell kernels, and a tinyllama Q4_0 pp512 went from 250
+        // to 295 t/s (2 threads). AVX2 CPUs keep OpenBLAS, whose kernels are theirs (not measured against
+        // oneDNN's there yet).
+        const GemmBackend g = scratch_.gemm;
+        const bool onednn = scratch_.onednn && g != GemmBackend::Openblas &&
+                            (scratch_.path == simd::KernelPath::Avx512 || g == GemmBackend::Onednn || g == GemmBackend::OnednnBf16 ||
+                             g == GemmBackend::Int8);
         const GemmBackend backend = onednn ? GemmBackend::Onednn : GemmBackend::Openblas;
         return batch_attention(model_.hp, kv_, layer, pos_, n_tokens, q_.data(), attn_.data(), backend, scratch_.onednn.get(),
                                scratch_.n_threads, attention_scratch_, sinks);

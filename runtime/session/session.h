@@ -2,6 +2,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <utility>
@@ -25,6 +26,8 @@ struct SessionOptions {
     int n_batch = 512;  // prompt tokens evaluated per forward pass; longer prompts run in chunks
     std::optional<simd::KernelPath> kernels = std::nullopt;  // unset: simd::default_kernel_path()
     GemmBackend gemm = GemmBackend::Auto;  // for prompt batches; Auto chooses per weight type and batch
+    // Auto's measured choices (runtime/plan/gemm_calibration.h); null: choose_gemm's rule.
+    std::shared_ptr<const GemmTable> gemm_table;
 };
 
 int default_thread_count();
