@@ -43,7 +43,7 @@ std::vector<int32_t> parse_ids(const std::string& list) {
 int eval(const EvalFlags& f) {
     const std::vector<int32_t> ids = parse_ids(f.tokens);
     const auto model = load_model(f.model.path, f.model.load_options());
-    SessionOptions options = f.session.options_for(*model);
+    SessionOptions options = f.session.options_for(*model, false);
     if (options.n_ctx == 0) options.n_ctx = std::max<int>(int(ids.size()), std::min(model->hp.n_ctx_train, 4096));
     Session session(*model, options);
     const std::span<const float> logits = session.eval(ids, true);

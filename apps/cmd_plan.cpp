@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "kv_flags.h"
 #include "machine_threads.h"
+#include "runtime/plan/machine_spec.h"
 #include "runtime/plan/budget.h"
 #include "runtime/base/error.h"
 #include "runtime/plan/plan.h"
@@ -33,6 +34,7 @@ struct PlanFlags {
     double target_tps = 0;
     bool json = false;
     bool remeasure = false;
+    std::string machine;  // --machine FILE: predict for that machine instead of this one
 };
 
 std::string format(const char* fmt, double value) {
@@ -133,7 +135,7 @@ ordered_json machine_json(const MachineProfile& m) {
             {"physical_cores", m.physical_cores},
             {"logical_cores", m.logical_cores},
             {"kernels", m.kernels},
-            {"profile", machine_profile_path()},
+            {"profile", m.source.empty() ? machine_profile_path() : m.source},
             {"measured_at", m.measured_at}};
 }
 
@@ -173,8 +175,8 @@ void print_machine(const MachineProfile& m) {
     std::string bw;
     for (size_t i = 0; i < m.thread_counts.size(); ++i)
         bw += (i ? ", " : "") + format("%.1f", m.read_gbps[i]) + " GB/s at " + std::to_string(m.thread_counts[i]);
-    std::printf("             read bandwidth %s; profile %s (%s)\n", bw.c_str(), machine_profile_path().c_str(),
-                m.measured_at.c_str());
+    std::printf("             read bandwidth %s; profile %s (%s)\n", bw.c_str(),
+                (m.source.empty() ? machine_profile_path() : m.source).c_str(), m.measured_at.c_str());
 }
 
 int plan_one(const PlanFlags& f, const Source& source, const MachineProfile& profile) {
@@ -326,7 +328,9 @@ int plan(const PlanFlags& f) {
     if (f.fit_gb <= 0 && !f.preset.empty() && f.type.empty())
         throw CLI::ValidationError("--type", "a preset needs --type TYPE (or --fit RAM_GB to compare every type)");
     if (f.target_tps > 0 && f.fit_gb <= 0) throw CLI::ValidationError("--target-tps", "only applies with --fit RAM_GB");
-    const MachineProfile profile = obtain_machine_profile(f.remeasure);  // the note goes to stderr, so --json stays clean
+    if (!f.machine.empty() && f.remeasure) throw CLI::ValidationError("--machine", "predicts for another machine; --remeasure measures this one");
+    // The note goes to stderr, so --json stays clean.
+    const MachineProfile profile = !f.machine.empty() ? profile_from_file(f.machine) : obtain_machine_profile(f.remeasure);
     const Source source = open_source(f);
     return f.fit_gb > 0 ? plan_fit(f, source, profile) : plan_one(f, source, profile);
 }
@@ -344,6 +348,7 @@ Action add_plan(CLI::App& app) {
         "  rill plan --preset llama-3.1-8b --fit 8           which quantization fits in 8 GB, and how fast\n"
         "  rill plan --preset qwen2.5-7b --fit 16 --target-tps 10 --json\n"
         "  rill plan --remeasure                             measure this machine again and show its figures\n"
+        "  rill plan --preset llama-3.1-8b --type Q4_K_M --machine server.json   for a machine you do not own\n"
         "How: decode reads every weight once per token, so its speed is the bytes per token over the speed\n"
         "at which rill's kernels stream each weight type; a prompt is compute: its FLOPs over the measured\n"
         "GEMM rate. The rates come from a profile of this machine measured once (under 10 s) and cached;\n"
@@ -363,6 +368,10 @@ Action add_plan(CLI::App& app) {
     cmd->add_option("--target-tps", f->target_tps, "with --fit: also require this decode speed")->check(CLI::Range(0.001, 1e6));
     cmd->add_flag("--json", f->json, "print JSON instead of text");
     cmd->add_flag("--remeasure", f->remeasure, "measure this machine again and refresh the cached profile");
+    cmd->add_option("--machine", f->machine,
+                    "predict for another machine: a profile from `rill plan --remeasure --json` run there, or a spec "
+                    "{\"cores\", \"read_gbps\", \"peak_gflops\": {\"f32\", \"bf16\", \"int8\"}, \"kernels\"} (README, Planning)")
+        ->check(CLI::ExistingFile);
     return [f] { return plan(*f); };
 }
 

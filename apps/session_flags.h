@@ -31,7 +31,7 @@ struct SessionFlags {
     static void add_prompt_flags(CLI::App& cmd, std::string& gemm, int& ubatch) {
         cmd.add_option("--gemm", gemm,
                        "matrix library for prompt batches: auto, onednn (float32), onednn-bf16 (bfloat16 inputs, "
-                       "float32 sums), int8 (Q4_0 and Q8_0 on VNNI byte products, 8-bit activations), openblas, or native "
+                       "float32 sums), int8 (Q4_0, Q8_0 and Q4_K on VNNI byte products, 8-bit activations), openblas, or native "
                        "(the int8 decode kernels)")
             ->capture_default_str()->check(CLI::IsMember({"auto", "onednn", "onednn-bf16", "int8", "openblas", "native"}));
         cmd.add_option("--ubatch", ubatch,
@@ -40,13 +40,15 @@ struct SessionFlags {
             ->capture_default_str()->check(CLI::Range(1, 1 << 16));
     }
 
-    // With the thread counts chosen for this model (machine_threads.h) unless -t was given.
-    SessionOptions options_for(const Model& model) const {
+    // With the thread counts chosen for this model (machine_threads.h) unless -t was given, and with
+    // auto's calibrated prompt backends unless `calibrate` is false (eval: its logits follow the fixed
+    // rule, so they never depend on a measurement).
+    SessionOptions options_for(const Model& model, bool calibrate = true) const {
         SessionOptions o = options();
         const ThreadChoice chosen = choose_threads(model, threads);
         o.n_threads = chosen.decode;
         o.n_threads_batch = chosen.prefill;
-        if (o.gemm == GemmBackend::Auto)
+        if (calibrate && o.gemm == GemmBackend::Auto)
             o.gemm_table = calibrated_gemm_table(model, o.n_threads_batch > 0 ? o.n_threads_batch : default_thread_count());
         return o;
     }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "quant/interleave.h"
+#include "simd/gemm_q8.h"
 #include "runtime/compute/matmul.h"
 
 namespace {
@@ -121,8 +122,8 @@ const int kRegistered = [] {
         for (const auto& [name, backend] : {std::pair{"native", GemmBackend::Native}, std::pair{"onednn", GemmBackend::Onednn},
                                             std::pair{"onednn-bf16", GemmBackend::OnednnBf16}, std::pair{"int8", GemmBackend::Int8},
                                             std::pair{"openblas", GemmBackend::Openblas}})
-            // The int8 backend runs Q4_0 and Q8_0 only, on the avx512 path.
-            if (backend != GemmBackend::Int8 || ((type == TensorType::Q4_0 || type == TensorType::Q8_0) &&
+            // The int8 backend runs Q4_0, Q8_0 and Q4_K only, on the avx512 path.
+            if (backend != GemmBackend::Int8 || (simd::q8_gemm_supports(type) &&
                                                   simd::default_kernel_path() == simd::KernelPath::Avx512))
             benchmark::RegisterBenchmark(("matmul/" + std::string(traits(type).name) + "/" + name).c_str(), BM_matmul, type, backend)
                 ->RangeMultiplier(2)->Range(1, 512)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -60,4 +60,15 @@ inline float e8m0_half(uint8_t e) {
     return f;
 }
 
+// Scale and min of sub-block j of Q4_K/Q5_K: 6 bits each, packed into 12 bytes.
+inline void k4_scale_min(int j, const uint8_t packed[12], int* scale, int* min) {
+    if (j < 4) {
+        *scale = packed[j] & 63;
+        *min = packed[j + 4] & 63;
+    } else {
+        *scale = (packed[j + 4] & 0x0f) | ((packed[j - 4] >> 6) << 4);
+        *min = (packed[j + 4] >> 4) | ((packed[j] >> 6) << 4);
+    }
+}
+
 }  // namespace rill

@@ -172,17 +172,6 @@ void dequantize_q3_k(const uint8_t* src, float* out, size_t n_blocks) {
     }
 }
 
-// Scale and min of sub-block j of Q4_K/Q5_K: 6 bits each, packed into 12 bytes.
-void k4_scale_min(int j, const uint8_t packed[12], int* scale, int* min) {
-    if (j < 4) {
-        *scale = packed[j] & 63;
-        *min = packed[j + 4] & 63;
-    } else {
-        *scale = (packed[j + 4] & 0x0f) | ((packed[j - 4] >> 6) << 4);
-        *min = (packed[j + 4] >> 4) | ((packed[j] >> 6) << 4);
-    }
-}
-
 void dequantize_q4_k(const uint8_t* src, float* out, size_t n_blocks) {
     for (size_t i = 0; i < n_blocks; ++i) {
         const auto b = load_block<BlockQ4_K>(src, i);

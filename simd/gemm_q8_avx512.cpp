@@ -28,8 +28,9 @@ inline int read_i32(const uint8_t* p) { int v; std::memcpy(&v, p, 4); return v; 
 // One row block (32 rows, two vectors of int32 lanes) against NT tokens. Per 32-column block each
 // (row, token) gets one exact integer dot product of the stored bytes with the activation's; the
 // float step removes the zero point through the activation block's sum (s = d * sum q) and applies
-// both scales: acc += w_d * (a_d * dot - zero * s).
-template <int NT>
+// both scales: acc += w_d * (a_d * dot - zero * s). With kMins (Q4_K) each row's block has its own
+// min instead: acc += w_d * (a_d * dot) + w_m * s.
+template <int NT, bool kMins>
 void row_block(const uint8_t* panel, size_t n_blocks, float zero, const uint8_t* const* act, size_t cols, float* const* out,
                int n_rows) {
     __m512 acc[2][NT];
@@ -49,13 +50,25 @@ void row_block(const uint8_t* panel, size_t n_blocks, float zero, const uint8_t*
             }
         }
         const __m512 d0 = _mm512_loadu_ps(blk + 1024), d1 = _mm512_loadu_ps(blk + 1024 + 64);
-        for (int t = 0; t < NT; ++t) {
-            float ad, as;
-            std::memcpy(&ad, act[t] + d_offset + b * 4, 4);
-            std::memcpy(&as, act[t] + s_offset + b * 4, 4);
-            const __m512 scale = _mm512_set1_ps(ad), offset = _mm512_set1_ps(zero * as);
-            acc[0][t] = _mm512_fmadd_ps(_mm512_fmsub_ps(_mm512_cvtepi32_ps(dot[0][t]), scale, offset), d0, acc[0][t]);
-            acc[1][t] = _mm512_fmadd_ps(_mm512_fmsub_ps(_mm512_cvtepi32_ps(dot[1][t]), scale, offset), d1, acc[1][t]);
+        if constexpr (kMins) {
+            const __m512 m0 = _mm512_loadu_ps(blk + 1152), m1 = _mm512_loadu_ps(blk + 1152 + 64);
+            for (int t = 0; t < NT; ++t) {
+                float ad, as;
+                std::memcpy(&ad, act[t] + d_offset + b * 4, 4);
+                std::memcpy(&as, act[t] + s_offset + b * 4, 4);
+                const __m512 scale = _mm512_set1_ps(ad), sum = _mm512_set1_ps(as);
+                acc[0][t] = _mm512_fmadd_ps(m0, sum, _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(dot[0][t]), scale), d0, acc[0][t]));
+                acc[1][t] = _mm512_fmadd_ps(m1, sum, _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(dot[1][t]), scale), d1, acc[1][t]));
+            }
+        } else {
+            for (int t = 0; t < NT; ++t) {
+                float ad, as;
+                std::memcpy(&ad, act[t] + d_offset + b * 4, 4);
+                std::memcpy(&as, act[t] + s_offset + b * 4, 4);
+                const __m512 scale = _mm512_set1_ps(ad), offset = _mm512_set1_ps(zero * as);
+                acc[0][t] = _mm512_fmadd_ps(_mm512_fmsub_ps(_mm512_cvtepi32_ps(dot[0][t]), scale, offset), d0, acc[0][t]);
+                acc[1][t] = _mm512_fmadd_ps(_mm512_fmsub_ps(_mm512_cvtepi32_ps(dot[1][t]), scale, offset), d1, acc[1][t]);
+            }
         }
     }
     for (int t = 0; t < NT; ++t) {
@@ -73,22 +86,81 @@ void row_block(const uint8_t* panel, size_t n_blocks, float zero, const uint8_t*
 
 constexpr int kTokens = 5;  // tokens per call: 24 accumulators, two weight vectors, the broadcasts
 
-template <int NT>
+template <int NT, bool kMins>
 void tokens_tail(const uint8_t* panel, size_t n_blocks, float zero, const uint8_t* const* act, size_t cols, float* const* out,
                  int n_rows, int n) {
     if constexpr (NT > 0) {
-        if (n == NT) return row_block<NT>(panel, n_blocks, zero, act, cols, out, n_rows);
-        tokens_tail<NT - 1>(panel, n_blocks, zero, act, cols, out, n_rows, n);
+        if (n == NT) return row_block<NT, kMins>(panel, n_blocks, zero, act, cols, out, n_rows);
+        tokens_tail<NT - 1, kMins>(panel, n_blocks, zero, act, cols, out, n_rows, n);
+    }
+}
+
+template <bool kMins>
+void gemm(const uint8_t* panel, size_t n_rows, size_t cols, float zero, const uint8_t* act, size_t act_stride, int n_tokens,
+          float* out, size_t out_stride) {
+    const size_t n_blocks = cols / 32;
+    const size_t block_bytes = n_blocks * kQ8PanelBlockBytes;
+    // Tokens outermost: a tile's activations stay in the first-level cache while the panel's row
+    // blocks stream past from the second.
+    for (int t = 0; t < n_tokens; t += kTokens) {
+        const int n = n_tokens - t < kTokens ? n_tokens - t : kTokens;
+        const uint8_t* a[kTokens];
+        for (int i = 0; i < n; ++i) a[i] = act + size_t(t + i) * act_stride;
+        for (size_t r = 0; r < n_rows; r += kQ8PanelRows) {
+            float* o[kTokens];
+            for (int i = 0; i < n; ++i) o[i] = out + size_t(t + i) * out_stride + r;
+            const int rows = int(n_rows - r < size_t(kQ8PanelRows) ? n_rows - r : kQ8PanelRows);
+            const uint8_t* p = panel + r / kQ8PanelRows * block_bytes;
+            if (n == kTokens) row_block<kTokens, kMins>(p, n_blocks, zero, a, cols, o, rows);
+            else tokens_tail<kTokens - 1, kMins>(p, n_blocks, zero, a, cols, o, rows, n);
+        }
     }
 }
 
 }  // namespace
+
+// Q4_K: each super-block's eight sub-blocks of 32 become eight blocks; sub-blocks 2j and 2j + 1 are
+// the low and high nibbles of the same 32 bytes, with scale d · sc and min −dmin · m each.
+static void pack_q4_k(const uint8_t* const* rows, size_t n_rows, size_t cols, uint8_t* out) {
+    const size_t n_blocks = cols / 32;
+    const size_t row_blocks = (n_rows + kQ8PanelRows - 1) / kQ8PanelRows;
+    const __m128i low = _mm_set1_epi8(15);
+    for (size_t row = 0; row < row_blocks * kQ8PanelRows; ++row) {
+        const size_t rb = row / kQ8PanelRows, r = row % kQ8PanelRows;
+        uint8_t* base = out + rb * n_blocks * kQ8PanelBlockBytes + r * 4;  // word j of row r: j * 128 + r * 4
+        float* scale = reinterpret_cast<float*>(out + rb * n_blocks * kQ8PanelBlockBytes + 1024) + r;
+        float* min = reinterpret_cast<float*>(out + rb * n_blocks * kQ8PanelBlockBytes + 1152) + r;
+        const uint8_t* src = row < n_rows ? rows[row] : nullptr;
+        for (size_t sb = 0; sb < n_blocks / 8; ++sb) {
+            BlockQ4_K blk{};
+            if (src) std::memcpy(&blk, src + sb * sizeof(BlockQ4_K), sizeof blk);
+            const float d = src ? _cvtsh_ss(blk.d) : 0.0f, dmin = src ? _cvtsh_ss(blk.dmin) : 0.0f;
+            for (int s = 0; s < 8; ++s) {
+                alignas(16) uint32_t words[8];
+                const uint8_t* q = blk.qs + 32 * (s / 2);
+                for (int half = 0; half < 2; ++half) {
+                    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16 * half));
+                    if (s % 2) v = _mm_srli_epi16(v, 4);
+                    _mm_store_si128(reinterpret_cast<__m128i*>(words + 4 * half), _mm_and_si128(v, low));
+                }
+                const size_t b = sb * 8 + size_t(s);
+                uint8_t* dst = base + b * kQ8PanelBlockBytes;
+                for (int j = 0; j < 8; ++j) std::memcpy(dst + j * 128, &words[j], 4);
+                int sc = 0, m = 0;
+                k4_scale_min(s, blk.scales, &sc, &m);
+                scale[b * kQ8PanelBlockBytes / sizeof(float)] = d * float(sc);
+                min[b * kQ8PanelBlockBytes / sizeof(float)] = -dmin * float(m);
+            }
+        }
+    }
+}
 
 // Row by row, block by block: a block's 32 bytes (nibbles split, or the sign bit flipped to add 128)
 // are eight 4-byte words, and word j of row r goes to lane r % 16 of vector (j, r / 16).
 void q8_pack(TensorType type, const uint8_t* const* rows, size_t n_rows, size_t cols, uint8_t* out) {
     const size_t n_blocks = cols / 32;
     const size_t row_blocks = (n_rows + kQ8PanelRows - 1) / kQ8PanelRows;
+    if (type == TensorType::Q4_K) return pack_q4_k(rows, n_rows, cols, out);
     const bool q4 = type == TensorType::Q4_0;
     const size_t in_block = q4 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0);
     const __m128i low = _mm_set1_epi8(15), sign = _mm_set1_epi8(char(0x80));
@@ -123,25 +195,10 @@ void q8_pack(TensorType type, const uint8_t* const* rows, size_t n_rows, size_t 
     }
 }
 
-void q8_gemm(const uint8_t* panel, size_t n_rows, size_t cols, float zero, const uint8_t* act, size_t act_stride, int n_tokens,
-             float* out, size_t out_stride) {
-    const size_t n_blocks = cols / 32;
-    const size_t block_bytes = n_blocks * kQ8PanelBlockBytes;
-    // Tokens outermost: a tile's activations stay in the first-level cache while the panel's row
-    // blocks stream past from the second.
-    for (int t = 0; t < n_tokens; t += kTokens) {
-        const int n = n_tokens - t < kTokens ? n_tokens - t : kTokens;
-        const uint8_t* a[kTokens];
-        for (int i = 0; i < n; ++i) a[i] = act + size_t(t + i) * act_stride;
-        for (size_t r = 0; r < n_rows; r += kQ8PanelRows) {
-            float* o[kTokens];
-            for (int i = 0; i < n; ++i) o[i] = out + size_t(t + i) * out_stride + r;
-            const int rows = int(n_rows - r < size_t(kQ8PanelRows) ? n_rows - r : kQ8PanelRows);
-            const uint8_t* p = panel + r / kQ8PanelRows * block_bytes;
-            if (n == kTokens) row_block<kTokens>(p, n_blocks, zero, a, cols, o, rows);
-            else tokens_tail<kTokens - 1>(p, n_blocks, zero, a, cols, o, rows, n);
-        }
-    }
+void q8_gemm(const uint8_t* panel, size_t n_rows, size_t cols, float zero, bool mins, const uint8_t* act, size_t act_stride,
+             int n_tokens, float* out, size_t out_stride) {
+    if (mins) gemm<true>(panel, n_rows, cols, zero, act, act_stride, n_tokens, out, out_stride);
+    else gemm<false>(panel, n_rows, cols, zero, act, act_stride, n_tokens, out, out_stride);
 }
 
 }  // namespace rill::simd::avx512

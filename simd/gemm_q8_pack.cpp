@@ -5,13 +5,15 @@
 namespace rill::simd {
 
 namespace avx512 {
-void q8_gemm(const uint8_t*, size_t, size_t, float, const uint8_t*, size_t, int, float*, size_t);
+void q8_gemm(const uint8_t*, size_t, size_t, float, bool, const uint8_t*, size_t, int, float*, size_t);
 void q8_pack(TensorType, const uint8_t* const*, size_t, size_t, uint8_t*);
 }
 
-bool q8_gemm_supports(TensorType type) { return type == TensorType::Q4_0 || type == TensorType::Q8_0; }
+bool q8_gemm_supports(TensorType type) { return type == TensorType::Q4_0 || type == TensorType::Q8_0 || type == TensorType::Q4_K; }
 
-float q8_zero_point(TensorType type) { return type == TensorType::Q4_0 ? 8.0f : 128.0f; }
+float q8_zero_point(TensorType type) { return type == TensorType::Q4_0 ? 8.0f : type == TensorType::Q8_0 ? 128.0f : 0.0f; }
+
+bool q8_has_mins(TensorType type) { return type == TensorType::Q4_K; }
 
 size_t q8_panel_bytes(size_t n_rows, size_t cols) {
     const size_t blocks = (n_rows + kQ8PanelRows - 1) / kQ8PanelRows;

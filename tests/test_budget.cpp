@@ -162,6 +162,7 @@ MachineProfile hand_profile() {
         p.decode_attention_ns[d] = {10, 10};
         p.prompt_attention_gflops[d] = {50, 90};
     }
+    p.decode_call_us = {0, 0};
     for (const TensorTypeTraits& t : all_tensor_types()) p.types.push_back({t.type, {10, 16}, {100, 180}, {100, 180}, {8, 12.8}});
     return p;
 }

@@ -58,7 +58,8 @@ TEST_CASE("the int8 GEMM is a candidate only for its types on a path with its ke
         return std::find(c.begin(), c.end(), B::Int8) != c.end();
     };
     CHECK(has(TensorType::Q4_0, simd::KernelPath::Avx512));
-    CHECK_FALSE(has(TensorType::Q4_K, simd::KernelPath::Avx512));
+    CHECK(has(TensorType::Q4_K, simd::KernelPath::Avx512));
+    CHECK_FALSE(has(TensorType::Q6_K, simd::KernelPath::Avx512));
     CHECK_FALSE(has(TensorType::Q4_0, simd::KernelPath::Avx2));
     const auto no_bf16 = calibration_candidates(TensorType::F16, simd::KernelPath::Avx2, false);
     CHECK(std::find(no_bf16.begin(), no_bf16.end(), B::OnednnBf16) == no_bf16.end());

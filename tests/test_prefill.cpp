@@ -37,9 +37,9 @@ TEST_CASE("a batch below the cut-over always goes to the decode kernels", "[pref
     CHECK(choose_gemm(GemmBackend::Native, TensorType::F16, 512) == GemmBackend::Native);
 }
 
-TEST_CASE("with AVX-512 BF16 auto sends long batches of every type but Q4_0, Q8_0 and MXFP4 to oneDNN's bf16 matmul", "[prefill]") {
+TEST_CASE("with AVX-512 BF16 auto sends long batches of every type but Q4_0, Q8_0, Q4_K and MXFP4 to oneDNN's bf16 matmul", "[prefill]") {
     const simd::KernelPath avx512 = simd::KernelPath::Avx512;
-    for (const TensorType t : {TensorType::Q4_K, TensorType::Q6_K, TensorType::Q5_K, TensorType::F16}) {
+    for (const TensorType t : { TensorType::Q6_K, TensorType::Q5_K, TensorType::F16}) {
         CHECK(choose_gemm(GemmBackend::Auto, t, 512, kGemmMinTokens, avx512) == GemmBackend::OnednnBf16);
         CHECK(choose_gemm(GemmBackend::Auto, t, 64, kGemmMinTokens, avx512) == GemmBackend::OnednnBf16);
     }
@@ -47,19 +47,21 @@ TEST_CASE("with AVX-512 BF16 auto sends long batches of every type but Q4_0, Q8_
     CHECK(choose_gemm(GemmBackend::Openblas, TensorType::Q4_K, 512, kGemmMinTokens, avx512) == GemmBackend::Openblas);
 }
 
-TEST_CASE("with AVX-512 VNNI auto sends Q4_0 batches from 64 tokens and Q8_0 from 32 to the int8 GEMM", "[prefill]") {
+TEST_CASE("with AVX-512 VNNI auto sends Q4_0 batches from 64 tokens and Q8_0 and Q4_K from 32 to the int8 GEMM", "[prefill]") {
     const simd::KernelPath avx512 = simd::KernelPath::Avx512;
     CHECK(choose_gemm(GemmBackend::Auto, TensorType::Q4_0, 64, kGemmMinTokens, avx512) == GemmBackend::Int8);
     CHECK(choose_gemm(GemmBackend::Auto, TensorType::Q4_0, 512, kGemmMinTokens, avx512) == GemmBackend::Int8);
     CHECK(choose_gemm(GemmBackend::Auto, TensorType::Q4_0, 32, kGemmMinTokens, avx512) == GemmBackend::Native);
     CHECK(choose_gemm(GemmBackend::Auto, TensorType::Q8_0, 32, kGemmMinTokens, avx512) == GemmBackend::Int8);
     CHECK(choose_gemm(GemmBackend::Auto, TensorType::Q8_0, 16, kGemmMinTokens, avx512) == GemmBackend::Native);
+    CHECK(choose_gemm(GemmBackend::Auto, TensorType::Q4_K, 32, kGemmMinTokens, avx512) == GemmBackend::Int8);
+    CHECK(choose_gemm(GemmBackend::Auto, TensorType::Q4_K, 512, kGemmMinTokens, avx512) == GemmBackend::Int8);
     CHECK(choose_gemm(GemmBackend::Auto, TensorType::Q4_0, 512, kGemmMinTokens, simd::KernelPath::Avx2) == GemmBackend::Native);
 }
 
 TEST_CASE("with AVX-512 short batches of the interleaved types stay on the int8 kernels", "[prefill]") {
     const simd::KernelPath avx512 = simd::KernelPath::Avx512;
-    for (const TensorType t : {TensorType::Q4_K, TensorType::Q6_K, TensorType::MXFP4})
+    for (const TensorType t : {TensorType::Q6_K, TensorType::MXFP4})
         CHECK(choose_gemm(GemmBackend::Auto, t, 32, kGemmMinTokens, avx512) == GemmBackend::Native);
     CHECK(choose_gemm(GemmBackend::Auto, TensorType::F16, 32, kGemmMinTokens, avx512) == GemmBackend::Openblas);
 }

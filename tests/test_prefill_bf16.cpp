@@ -66,7 +66,7 @@ TEST_CASE("the bf16 backend is within bfloat16 rounding of exact arithmetic for 
 }
 
 TEST_CASE("auto leaves the bf16 backend alone where oneDNN has no bf16 matmul", "[prefill][bf16]") {
-    CHECK(choose_gemm(GemmBackend::Auto, TensorType::Q4_K, 512, kGemmMinTokens, simd::KernelPath::Avx512, false) == GemmBackend::Native);
+    CHECK(choose_gemm(GemmBackend::Auto, TensorType::Q6_K, 512, kGemmMinTokens, simd::KernelPath::Avx512, false) == GemmBackend::Native);
     CHECK(choose_gemm(GemmBackend::Auto, TensorType::F16, 512, kGemmMinTokens, simd::KernelPath::Avx512, false) == GemmBackend::Openblas);
     MatmulScratch scratch(simd::KernelPath::Avx512, 1, 64, GemmBackend::Auto);
     CHECK(scratch.onednn_bf16 == onednn_has_bf16(*make_onednn_gemm(1)));

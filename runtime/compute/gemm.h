@@ -14,7 +14,7 @@ namespace rill {
 // Auto chooses per weight type and batch size from measurements (matmul.cpp's choose_gemm).
 // OnednnBf16 rounds activations and dequantized weights to bfloat16 and multiplies them with oneDNN,
 // accumulating in float32: twice the float32 rate on AVX-512 BF16, more with AMX.
-// Int8 repacks Q4_0 and Q8_0 panels to bytes and multiplies them against 8-bit activations with VNNI's
+// Int8 repacks Q4_0, Q8_0 and Q4_K panels to bytes and multiplies them against 8-bit activations with VNNI's
 // integer dot products (simd/gemm_q8.h); other types go to the native kernels.
 enum class GemmBackend { Auto, Native, Onednn, Openblas, OnednnBf16, Int8 };
 inline constexpr int kGemmBackendCount = 6;

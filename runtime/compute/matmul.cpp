@@ -161,7 +161,7 @@ void gemm_matmul(std::span<const MatmulOutput> outputs, const float* in, int n_t
     if (failure) std::rethrow_exception(failure);
 }
 
-// The batch against Q4_0 and Q8_0 weights on the int8 GEMM: the batch is quantized to 8-bit blocks
+// The batch against Q4_0, Q8_0 and Q4_K weights on the int8 GEMM: the batch is quantized to 8-bit blocks
 // once (a team of threads splits the tokens), then each thread repacks a panel of rows into its
 // scratch and multiplies every token by it.
 void int8_matmul(std::span<const MatmulOutput> outputs, const float* in, int n_tokens, MatmulScratch& s) {
@@ -209,7 +209,8 @@ void int8_matmul(std::span<const MatmulOutput> outputs, const float* in, int n_t
                 rows[size_t(i)] = dst;
             }
             simd::pack_q8_panel(w.type(), rows.data(), size_t(chunk.count), cols, s.panels_q8[me].data());
-            kernel(s.panels_q8[me].data(), size_t(chunk.count), cols, simd::q8_zero_point(w.type()), s.act_q8.data(), stride, n_tokens,
+            kernel(s.panels_q8[me].data(), size_t(chunk.count), cols, simd::q8_zero_point(w.type()), simd::q8_has_mins(w.type()),
+                   s.act_q8.data(), stride, n_tokens,
                    o.out + chunk.first, size_t(w.rows()));
         }
     }
@@ -289,11 +290,12 @@ GemmBackend choose_gemm(GemmBackend requested, TensorType type, int n_tokens, in
     // the panels: at 32 tokens the int8 kernels win (Q4_0 116 against 70 t/s), at 64 Q4_0 is level
     // (141 against 133), so Q4_0 goes from 128. MXFP4 stays on its kernels: its experts see a few
     // dozen routed tokens each, and dequantizing a whole expert for them costs more than the product.
-    // Q4_0 and Q8_0 go further on the int8 GEMM (VNNI byte products against 8-bit activations, the
-    // native kernels' arithmetic): bench_gemm, 2048-square weight, 2 threads, Zen 5, at 512 tokens Q4_0
-    // 862 GOP/s against bf16's 516 and the kernels' 287, Q8_0 878 against 488 and 196. Repacking a
-    // panel costs about 0.3 ms per 4M weights, so short batches stay on the kernels: Q4_0 wins from 64
-    // tokens (394 against 272; at 32 it loses, 203 against 299), Q8_0 from 32 (243 against 191).
+    // Q4_0, Q8_0 and Q4_K go further on the int8 GEMM (VNNI byte products against 8-bit activations):
+    // bench_gemm, 2048-square weight, 2 threads, Zen 5, at 512 tokens Q4_0 862 GOP/s against bf16's 516
+    // and the kernels' 287, Q8_0 878 against 488 and 196, Q4_K 740-789 against 580 and 190-200.
+    // Repacking a panel costs about 0.3 ms per 4M weights, so short batches stay on the kernels: Q4_0
+    // wins from 64 tokens (394 against 272; at 32 it loses, 203 against 299), Q8_0 from 32 (243
+    // against 191), Q4_K from 32 (263-273 against 199-218).
     if (path == simd::KernelPath::Avx512 && simd::q8_gemm_supports(type) && simd::q8_gemm_kernel(path) != nullptr)
         return n_tokens >= std::max(type == TensorType::Q4_0 ? 64 : 32, min_tokens) ? GemmBackend::Int8 : GemmBackend::Native;
     if (path == simd::KernelPath::Avx512 && bf16 && type != TensorType::MXFP4) {

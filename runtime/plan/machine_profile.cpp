@@ -213,8 +213,6 @@ double MachineProfile::gemm_gflops(TensorType type, int n, int cols) const {
 
 namespace {
 
-constexpr int kAttentionHeadDims[2] = {64, 128};
-
 double by_head_dim(const std::vector<int>& counts, const std::vector<double> (&rates)[2], int head_dim, int n_threads) {
     if (rates[0].size() != counts.size() || rates[1].size() != counts.size()) return 0;
     const double a = interpolate(counts, rates[0], n_threads), b = interpolate(counts, rates[1], n_threads);
@@ -242,8 +240,11 @@ double time_prompt_attention(int head_dim, int n_threads, int n_tokens, bool war
     KvCache cache(KvType::F16, 1, n_tokens, hp.kv_dim(), hp.head_dim);
     std::vector<float> q(size_t(n_tokens) * size_t(hp.q_dim()), 0.01f), out(q.size());
     AttentionScratch scratch;
+    // The library a session's prompt attention uses here (session.cpp): oneDNN on the avx512 path.
+    const OnednnGemmPtr onednn = simd::default_kernel_path() == simd::KernelPath::Avx512 ? make_onednn_gemm(n_threads) : nullptr;
+    const GemmBackend backend = onednn ? GemmBackend::Onednn : GemmBackend::Openblas;
     return best_seconds(1, warm_up, [&] {
-        batch_attention(hp, cache, 0, 0, n_tokens, q.data(), out.data(), GemmBackend::Openblas, nullptr, n_threads, scratch);
+        batch_attention(hp, cache, 0, 0, n_tokens, q.data(), out.data(), backend, onednn.get(), n_threads, scratch);
     });
 }
 
@@ -251,6 +252,14 @@ double time_prompt_attention(int head_dim, int n_threads, int n_tokens, bool war
 
 double MachineProfile::decode_attention_seconds_per_head_position(int head_dim, int n_threads) const {
     return by_head_dim(thread_counts, decode_attention_ns, head_dim, n_threads) * 1e-9;
+}
+
+double MachineProfile::decode_call_seconds(int n_threads) const {
+    if (decode_call_us.size() != thread_counts.size()) return 0;
+    const double call = interpolate(thread_counts, decode_call_us, n_threads) * 1e-6;
+    const double rate = std::min(gemv_gbps(TensorType::Q8_0, n_threads), read_bandwidth(n_threads));
+    const double bytes = double(row_bytes(TensorType::Q8_0, kCallProbeCols)) * kCallProbeRows;
+    return rate > 0 ? std::max(0.0, call - bytes / (rate * 1e9)) : call;
 }
 
 double MachineProfile::prompt_attention_gflops_at(int head_dim, int n_threads) const {
@@ -291,6 +300,7 @@ MachineProfile measure_machine(const std::function<void(const std::string&)>& st
         p.decode_attention_ns[d].assign(n_counts, 1e300);
         p.prompt_attention_gflops[d].assign(n_counts, 0);
     }
+    p.decode_call_us.assign(n_counts, 1e300);
     for (const TensorTypeTraits& t : types)
         p.types.push_back({t.type, std::vector<double>(n_counts, 0), std::vector<double>(n_counts, 0),
                            std::vector<double>(n_counts, 0), std::vector<double>(n_counts, 0)});
@@ -339,6 +349,19 @@ MachineProfile measure_machine(const std::function<void(const std::string&)>& st
                 p.prompt_attention_gflops[d][c] = std::max(p.prompt_attention_gflops[d][c], flops / prompt / 1e9);
             }
             MatmulScratch scratch(simd::default_kernel_path(), t, size_t(kCols), GemmBackend::Auto);
+            say("decode step overhead" + with);
+            {
+                // kCallProbes matrices spread over the stream, one product each in turn, as a layer's
+                // products follow each other: each starts cold, from memory, and costs the team a meeting.
+                std::vector<TestMatrix> probes;
+                const size_t spacing = stream_bytes / kCallProbes;
+                for (int i = 0; i < kCallProbes; ++i)
+                    probes.push_back(make_matrix(TensorType::Q8_0, stream, kCallProbeRows, kCallProbeCols, size_t(i) * spacing));
+                const double s = best_seconds(3, round == 0, [&] {
+                    for (const TestMatrix& m : probes) matmul(m.weight, in.data(), out.data(), 1, scratch);
+                });
+                p.decode_call_us[c] = std::min(p.decode_call_us[c], s / kCallProbes * 1e6);
+            }
             for (size_t k = 0; k < types.size(); ++k) {
                 say("kernels for " + std::string(types[k].name) + with);
                 TypeRates& rates = p.types[k];
@@ -386,6 +409,7 @@ json to_json(const MachineProfile& p) {
             {"attention_head_dims", {kAttentionHeadDims[0], kAttentionHeadDims[1]}},
             {"decode_attention_ns", {p.decode_attention_ns[0], p.decode_attention_ns[1]}},
             {"prompt_attention_gflops", {p.prompt_attention_gflops[0], p.prompt_attention_gflops[1]}},
+            {"decode_call_us", p.decode_call_us},
             {"types", types}};
 }
 
@@ -423,6 +447,10 @@ MachineProfile profile_from_json(const json& j) {
     };
     pair("decode_attention_ns", p.decode_attention_ns);
     pair("prompt_attention_gflops", p.prompt_attention_gflops);
+    p.decode_call_us = field<std::vector<double>>(j, "decode_call_us");
+    if (p.decode_call_us.size() != n) throw Error("machine profile: field 'decode_call_us' does not match thread_counts");
+    for (const double x : p.decode_call_us)
+        if (!(x >= 0) || !std::isfinite(x)) throw Error("machine profile: a value of 'decode_call_us' is negative");
     const json types = field<json>(j, "types");
     if (!types.is_object()) throw Error("machine profile: field 'types' has the wrong type");
     for (const TensorTypeTraits& t : all_tensor_types()) {

@@ -15,7 +15,7 @@
 namespace rill {
 
 // Bumped whenever what is measured or how changes, so an old cache is measured again.
-inline constexpr int kMachineProfileVersion = 5;  // 5: prompt rates through the bf16 backend where auto takes it
+inline constexpr int kMachineProfileVersion = 6;  // 6: the int8 GEMM, and prompt attention on oneDNN on the avx512 path
 // Prompt tokens per GEMM in the measurement: the default micro-batch, so dequantizing a weight panel
 // is shared by as many tokens as in a real prompt.
 inline constexpr int kProfileBatch = 512;
@@ -23,6 +23,10 @@ inline constexpr int kProfileBatch = 512;
 // kExpertRows × kExpertCols in one call, then their down matrices, kExpertCols × kExpertRows, in
 // another (Qwen3-30B-A3B's shapes), every expert a different stretch of memory.
 inline constexpr int kExpertRows = 768, kExpertCols = 2048, kExpertsPerCall = 8;
+// The head sizes attention is measured at.
+inline constexpr int kAttentionHeadDims[2] = {64, 128};
+// The decode call probe (decode_call_us): matrices a tinyllama layer's size, in a run of this many.
+inline constexpr int kCallProbeRows = 512, kCallProbeCols = 4096, kCallProbes = 16;
 
 struct CacheLevel {
     int level = 0;
@@ -46,7 +50,8 @@ struct MachineProfile {
     int logical_cores = 1;
     int physical_cores = 1;
     std::vector<CacheLevel> caches;
-    std::string measured_at;  // UTC, ISO 8601
+    std::string measured_at;  // UTC, ISO 8601; "spec" for a profile made from a machine spec (machine_spec.h)
+    std::string source;       // the file it was read from, when not this machine's cache (not saved)
     double measure_seconds = 0;
     std::vector<int> thread_counts;  // ascending; every per-thread vector below follows it
     std::vector<double> read_gbps;
@@ -56,6 +61,10 @@ struct MachineProfile {
     // query head and cached position (F16 cache, in cache), and a 512-token prompt's GFLOP/s.
     std::vector<double> decode_attention_ns[2];
     std::vector<double> prompt_attention_gflops[2];
+    // One decode product of a kCallProbeRows × kCallProbeCols Q8_0 matrix that starts cold in memory,
+    // in a run of such products over different matrices, per thread count. Beyond its bytes at the
+    // streaming rate it is what a product costs a layer: the team's meeting, the prefetchers' ramp.
+    std::vector<double> decode_call_us;
 
     // Between measured thread counts, linear; past the last, the last value.
     double read_bandwidth(int n_threads) const;
@@ -71,6 +80,9 @@ struct MachineProfile {
     // Between and beyond the two measured head sizes, linear in the head size; 0 when not measured.
     double decode_attention_seconds_per_head_position(int head_dim, int n_threads) const;
     double prompt_attention_gflops_at(int head_dim, int n_threads) const;
+    // What a decode product costs beyond its bytes at `type`'s streaming rate: the call probe's time
+    // less its bytes at Q8_0's rate; 0 when not measured.
+    double decode_call_seconds(int n_threads) const;
 };
 
 // What the machine is, without measuring: CPU name, cores, caches, kernel path.

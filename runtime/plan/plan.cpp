@@ -9,6 +9,9 @@ namespace {
 
 // Below this share of the read bandwidth the decode kernels, not memory, set the pace.
 constexpr double kBandwidthBoundShare = 0.75;
+// Matrix-product calls per layer in a decode step (session.cpp): Q, K and V in one; the output
+// projection; gate and up in one; down.
+constexpr int kDecodeCallsPerLayer = 4;
 
 // Decode multiplies one token by every matrix; the token's embedding row and the vectors (norms,
 // biases, rope factors) are plain reads.
@@ -73,6 +76,9 @@ DecodeEstimate predict_decode(const ModelShape& shape, const MachineProfile& pro
                               profile.decode_attention_seconds_per_head_position(hp.head_dim, n_threads);
     e.attention_seconds = std::max(kv_read, kv_compute);
     seconds += double(budget.weight_bytes - matrix_bytes) / bandwidth + e.attention_seconds;
+    // Each layer's products (Q, K and V together; the output projection; gate and up together; down)
+    // and the logits' each cost the team a meeting beyond their bytes.
+    seconds += double(kDecodeCallsPerLayer * hp.n_layer + 1) * profile.decode_call_seconds(n_threads);
     e.seconds = seconds;
     e.tokens_per_second = 1.0 / seconds;
     e.ceiling_tps = bandwidth / double(e.bytes);
