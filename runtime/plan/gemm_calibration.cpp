@@ -19,8 +19,6 @@ namespace {
 
 using json = nlohmann::json;
 
-const char* kBackendOrder[] = {"native", "int8", "onednn-bf16", "onednn", "openblas"};
-
 bool has_bf16_matmul() {
     static const bool here = [] {
         try {

@@ -27,7 +27,7 @@ struct SessionOptions {
     std::optional<simd::KernelPath> kernels = std::nullopt;  // unset: simd::default_kernel_path()
     GemmBackend gemm = GemmBackend::Auto;  // for prompt batches; Auto chooses per weight type and batch
     // Auto's measured choices (runtime/plan/gemm_calibration.h); null: choose_gemm's rule.
-    std::shared_ptr<const GemmTable> gemm_table;
+    std::shared_ptr<const GemmTable> gemm_table = nullptr;
 };
 
 int default_thread_count();
