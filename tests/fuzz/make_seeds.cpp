@@ -158,15 +158,29 @@ bool grammar_seeds(const std::filesystem::path& dir) {
     return n == 9;
 }
 
+// A measured-looking profile, a spec and a calibration, each small and valid.
+bool plan_seeds(const std::filesystem::path& dir) {
+    const char* files[] = {
+        R"({"name": "laptop", "cores": 8, "read_gbps": 70, "peak_gflops": {"f32": 845, "bf16": 1690, "int8": 3380}, "kernels": "avx512"})",
+        R"({"cores": 2, "read_gbps": 20, "peak_gflops": {"f32": 100}})",
+        R"({"version": 2, "cpu": "x", "logical_cores": 2, "kernels": "avx2", "libraries": "y", "batches": [16, 32, 64, 128, 512],
+            "tables": [{"n_threads": 2, "types": [{"type": "Q4_K", "best": ["native", "native", "openblas", "onednn", "onednn-bf16"],
+            "gflops": [1, 2, 3, 4, 5], "candidates": [3, 3, 3, 3, 3]}]}]})",
+    };
+    int n = 0;
+    for (const char* f : files) n += write_text(dir / ("plan" + std::to_string(n)), f);
+    return n == 3;
+}
+
 int main(int argc, char** argv) {
     if (argc != 3) {
         std::fprintf(stderr, "usage: fuzz_seeds OUT_DIR SHARED_DIR\n");
         return 2;
     }
     const std::filesystem::path out = argv[1], shared = argv[2];
-    for (const char* harness : {"gguf", "jinja", "request", "grammar"}) std::filesystem::create_directories(out / harness);
+    for (const char* harness : {"gguf", "jinja", "request", "grammar", "plan"}) std::filesystem::create_directories(out / harness);
     if (!gguf_seeds(out / "gguf") || !jinja_seeds(out / "jinja", shared / "chat-templates/cases.json") || !builtin_seeds(out / "jinja") ||
-        !request_seeds(out / "request") || !grammar_seeds(out / "grammar")) {
+        !request_seeds(out / "request") || !grammar_seeds(out / "grammar") || !plan_seeds(out / "plan")) {
         std::fprintf(stderr, "fuzz_seeds: could not write the seeds into %s\n", argv[1]);
         return 1;
     }
