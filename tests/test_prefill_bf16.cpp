@@ -9,6 +9,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "golden_distance.h"
 #include "numeric.h"
 #include "quant/fp16.h"
 #include "quant/quantize.h"
@@ -96,19 +97,9 @@ TEST_CASE("every golden model's log-probs through the bf16 backend are as close 
     if (!bf16_gemm_here()) return;
     for (const char* format : {"F32", "F16", "BF16", "Q8_0", "Q6_K", "Q5_K_M", "Q5_1", "Q5_0", "Q4_K_M", "Q4_1", "Q4_0",
                                "IQ4_NL", "IQ4_XS", "Q3_K_M", "Q2_K"}) {
-        const std::string base = test::shared_path(std::string("golden/synth-llama-A.") + format);
-        const auto golden = nlohmann::json::parse(test::read_text(base + ".golden.json"));
-        const auto prompt = golden["prompt_tokens"].get<std::vector<int32_t>>();
-        const auto model = load_model(base + ".gguf");
-        Session session(*model, SessionOptions{.n_threads = 2, .kv_types = KvType::F32, .gemm = GemmBackend::OnednnBf16});
-        const auto logprobs = test::log_softmax(session.eval(prompt));
-        const auto ref = golden["ref_logprobs_last"].get<std::vector<double>>();
-        const auto llama = golden["llamacpp_logprobs_last"].get<std::vector<double>>();
-        double ours = 0, theirs = 0;
-        for (size_t i = 0; i < ref.size(); ++i) {
-            ours = std::max(ours, std::abs(logprobs[i] - ref[i]));
-            theirs = std::max(theirs, std::abs(llama[i] - ref[i]));
-        }
+        const test::GoldenDistance d =
+            test::golden_distance(format, SessionOptions{.n_threads = 2, .kv_types = KvType::F32, .gemm = GemmBackend::OnednnBf16});
+        const double ours = d.ours, theirs = d.llamacpp;
         std::cout << "bf16 backend " << format << ": " << ours << " from the reference (llama.cpp " << theirs << ")\n";
         INFO(format << ": " << ours << " (llama.cpp " << theirs << ")");
         const bool float_activations_in_llamacpp = std::string(format) == "F32" || std::string(format) == "F16";

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "golden_distance.h"
 #include "numeric.h"
 #include "random_weight.h"
 #include "runtime/compute/matmul.h"
@@ -132,19 +133,9 @@ TEST_CASE("an int8 GEMM batch gives bit-identical logits with 1 and 2 threads", 
 TEST_CASE("the Q4_0, Q8_0 and Q4_K_M golden models' log-probs through the int8 backend stay within 1.25x llama.cpp's distance from the reference", "[prefill][int8][golden]") {
     if (!int8_gemm_here()) return;
     for (const char* format : {"Q8_0", "Q4_0", "Q4_K_M"}) {
-        const std::string base = test::shared_path(std::string("golden/synth-llama-A.") + format);
-        const auto golden = nlohmann::json::parse(test::read_text(base + ".golden.json"));
-        const auto prompt = golden["prompt_tokens"].get<std::vector<int32_t>>();
-        const auto model = load_model(base + ".gguf");
-        Session session(*model, SessionOptions{.n_threads = 2, .kv_types = KvType::F32, .gemm = GemmBackend::Int8});
-        const auto logprobs = test::log_softmax(session.eval(prompt));
-        const auto ref = golden["ref_logprobs_last"].get<std::vector<double>>();
-        const auto llama = golden["llamacpp_logprobs_last"].get<std::vector<double>>();
-        double ours = 0, theirs = 0;
-        for (size_t i = 0; i < ref.size(); ++i) {
-            ours = std::max(ours, std::abs(logprobs[i] - ref[i]));
-            theirs = std::max(theirs, std::abs(llama[i] - ref[i]));
-        }
+        const test::GoldenDistance d =
+            test::golden_distance(format, SessionOptions{.n_threads = 2, .kv_types = KvType::F32, .gemm = GemmBackend::Int8});
+        const double ours = d.ours, theirs = d.llamacpp;
         std::cout << "int8 backend " << format << ": " << ours << " from the reference (llama.cpp " << theirs << ")\n";
         INFO(format << ": " << ours << " (llama.cpp " << theirs << ")");
         CHECK(ours < 1.25 * theirs);

@@ -7,11 +7,11 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <type_traits>
 
 #include "runtime/base/error.h"
 #include "runtime/compute/matmul.h"
 #include "runtime/plan/machine_profile.h"
+#include "runtime/plan/json_field.h"
 #include "runtime/plan/probe_matrix.h"
 #include "runtime/session/session.h"
 
@@ -31,31 +31,9 @@ bool has_bf16_matmul() {
     return here;
 }
 
-// nlohmann turns a float into an integer with a cast, undefined past the integer's range, so a field
-// that holds integers must hold them written as integers.
 template <class T>
-struct holds_integers : std::is_integral<T> {};
-template <class T>
-struct holds_integers<std::vector<T>> : holds_integers<T> {};
-
-inline bool has_float(const json& v) {
-    if (v.is_number_float()) return true;
-    if (v.is_array())
-        for (const json& e : v)
-            if (has_float(e)) return true;
-    return false;
-}
-
-template <class T>
-T field(const json& j, const char* name) {
-    if (!j.is_object() || !j.contains(name)) throw Error(std::string("calibration: missing \"") + name + "\"");
-    if (holds_integers<T>::value && has_float(j.at(name)))
-        throw Error(std::string("calibration: \"") + name + "\" has the wrong type");
-    try {
-        return j.at(name).get<T>();
-    } catch (const json::exception&) {
-        throw Error(std::string("calibration: \"") + name + "\" has the wrong type");
-    }
+T field(const json& j, const char* key) {
+    return json_field<T>(j, key, "calibration");
 }
 
 TensorType type_named(const std::string& name) {

@@ -12,7 +12,6 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
-#include <type_traits>
 #include <set>
 #include <span>
 #include <sstream>
@@ -20,6 +19,7 @@
 #include "runtime/compute/attention_batch.h"
 #include "runtime/compute/attention_decode.h"
 #include "runtime/plan/bandwidth.h"
+#include "runtime/plan/json_field.h"
 #include "runtime/plan/probe_matrix.h"
 #include "runtime/base/error.h"
 #include "runtime/compute/matmul.h"
@@ -171,31 +171,9 @@ std::string utc_now() {
     return buf;
 }
 
-// nlohmann turns a float into an integer with a cast, undefined past the integer's range, so a field
-// that holds integers must hold them written as integers.
-template <class T>
-struct holds_integers : std::is_integral<T> {};
-template <class T>
-struct holds_integers<std::vector<T>> : holds_integers<T> {};
-
-inline bool has_float(const json& v) {
-    if (v.is_number_float()) return true;
-    if (v.is_array())
-        for (const json& e : v)
-            if (has_float(e)) return true;
-    return false;
-}
-
 template <class T>
 T field(const json& j, const char* key) {
-    if (!j.is_object() || !j.contains(key)) throw Error(std::string("machine profile: missing field '") + key + "'");
-    if (holds_integers<T>::value && has_float(j.at(key)))
-        throw Error(std::string("machine profile: field '") + key + "' has the wrong type");
-    try {
-        return j.at(key).get<T>();
-    } catch (const json::exception&) {
-        throw Error(std::string("machine profile: field '") + key + "' has the wrong type");
-    }
+    return json_field<T>(j, key, "machine profile");
 }
 
 }  // namespace
