@@ -117,19 +117,28 @@ void gemm(const uint8_t* panel, size_t n_rows, size_t cols, float zero, const ui
     }
 }
 
-}  // namespace
+// Where one row's blocks go in a panel: block b's 32 bytes are eight 4-byte words, and word j of row r
+// is lane r % 16 of vector (j, r / 16), at j * 128 + r * 4; the 32 rows' scales follow at 1024 and
+// their mins at 1152, row r's at 4 * r.
+struct PanelRow {
+    uint8_t* base;  // block 0 of the row's row block, plus 4 * r
+
+    PanelRow(uint8_t* out, size_t n_blocks, size_t row)
+        : base(out + row / kQ8PanelRows * n_blocks * kQ8PanelBlockBytes + row % kQ8PanelRows * 4) {}
+    void put(size_t b, const uint32_t words[8], float scale, float min) const {
+        uint8_t* dst = base + b * kQ8PanelBlockBytes;
+        for (int j = 0; j < 8; ++j) std::memcpy(dst + j * 128, &words[j], 4);
+        std::memcpy(dst + 1024, &scale, 4);
+        std::memcpy(dst + 1152, &min, 4);
+    }
+};
 
 // Q4_K: each super-block's eight sub-blocks of 32 become eight blocks; sub-blocks 2j and 2j + 1 are
 // the low and high nibbles of the same 32 bytes, with scale d · sc and min −dmin · m each.
-static void pack_q4_k(const uint8_t* const* rows, size_t n_rows, size_t cols, uint8_t* out) {
-    const size_t n_blocks = cols / 32;
-    const size_t row_blocks = (n_rows + kQ8PanelRows - 1) / kQ8PanelRows;
+void pack_q4_k(const uint8_t* const* rows, size_t n_rows, size_t n_blocks, uint8_t* out) {
     const __m128i low = _mm_set1_epi8(15);
-    for (size_t row = 0; row < row_blocks * kQ8PanelRows; ++row) {
-        const size_t rb = row / kQ8PanelRows, r = row % kQ8PanelRows;
-        uint8_t* base = out + rb * n_blocks * kQ8PanelBlockBytes + r * 4;  // word j of row r: j * 128 + r * 4
-        float* scale = reinterpret_cast<float*>(out + rb * n_blocks * kQ8PanelBlockBytes + 1024) + r;
-        float* min = reinterpret_cast<float*>(out + rb * n_blocks * kQ8PanelBlockBytes + 1152) + r;
+    for (size_t row = 0; row < (n_rows + kQ8PanelRows - 1) / kQ8PanelRows * kQ8PanelRows; ++row) {
+        const PanelRow dst(out, n_blocks, row);
         const uint8_t* src = row < n_rows ? rows[row] : nullptr;
         for (size_t sb = 0; sb < n_blocks / 8; ++sb) {
             BlockQ4_K blk{};
@@ -143,31 +152,21 @@ static void pack_q4_k(const uint8_t* const* rows, size_t n_rows, size_t cols, ui
                     if (s % 2) v = _mm_srli_epi16(v, 4);
                     _mm_store_si128(reinterpret_cast<__m128i*>(words + 4 * half), _mm_and_si128(v, low));
                 }
-                const size_t b = sb * 8 + size_t(s);
-                uint8_t* dst = base + b * kQ8PanelBlockBytes;
-                for (int j = 0; j < 8; ++j) std::memcpy(dst + j * 128, &words[j], 4);
                 int sc = 0, m = 0;
                 k4_scale_min(s, blk.scales, &sc, &m);
-                scale[b * kQ8PanelBlockBytes / sizeof(float)] = d * float(sc);
-                min[b * kQ8PanelBlockBytes / sizeof(float)] = -dmin * float(m);
+                dst.put(sb * 8 + size_t(s), words, d * float(sc), -dmin * float(m));
             }
         }
     }
 }
 
-// Row by row, block by block: a block's 32 bytes (nibbles split, or the sign bit flipped to add 128)
-// are eight 4-byte words, and word j of row r goes to lane r % 16 of vector (j, r / 16).
-void q8_pack(TensorType type, const uint8_t* const* rows, size_t n_rows, size_t cols, uint8_t* out) {
-    const size_t n_blocks = cols / 32;
-    const size_t row_blocks = (n_rows + kQ8PanelRows - 1) / kQ8PanelRows;
-    if (type == TensorType::Q4_K) return pack_q4_k(rows, n_rows, cols, out);
+// Q4_0 and Q8_0: a block's 32 bytes, nibbles split or the sign bit flipped to add 128.
+void pack_zero_point(TensorType type, const uint8_t* const* rows, size_t n_rows, size_t n_blocks, uint8_t* out) {
     const bool q4 = type == TensorType::Q4_0;
     const size_t in_block = q4 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0);
     const __m128i low = _mm_set1_epi8(15), sign = _mm_set1_epi8(char(0x80));
-    for (size_t row = 0; row < row_blocks * kQ8PanelRows; ++row) {
-        const size_t rb = row / kQ8PanelRows, r = row % kQ8PanelRows;
-        uint8_t* base = out + rb * n_blocks * kQ8PanelBlockBytes + r * 4;  // word j of row r: j * 128 + r * 4
-        float* scale = reinterpret_cast<float*>(out + rb * n_blocks * kQ8PanelBlockBytes + 1024) + r;
+    for (size_t row = 0; row < (n_rows + kQ8PanelRows - 1) / kQ8PanelRows * kQ8PanelRows; ++row) {
+        const PanelRow dst(out, n_blocks, row);
         const uint8_t* src = row < n_rows ? rows[row] : nullptr;
         for (size_t b = 0; b < n_blocks; ++b) {
             alignas(16) uint32_t words[8] = {};
@@ -188,11 +187,16 @@ void q8_pack(TensorType type, const uint8_t* const* rows, size_t n_rows, size_t 
                                     _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 18)), sign));
                 }
             }
-            uint8_t* dst = base + b * kQ8PanelBlockBytes;
-            for (int j = 0; j < 8; ++j) std::memcpy(dst + j * 128, &words[j], 4);
-            scale[b * kQ8PanelBlockBytes / sizeof(float)] = d;
+            dst.put(b, words, d, 0.0f);
         }
     }
+}
+
+}  // namespace
+
+void q8_pack(TensorType type, const uint8_t* const* rows, size_t n_rows, size_t cols, uint8_t* out) {
+    if (type == TensorType::Q4_K) pack_q4_k(rows, n_rows, cols / 32, out);
+    else pack_zero_point(type, rows, n_rows, cols / 32, out);
 }
 
 void q8_gemm(const uint8_t* panel, size_t n_rows, size_t cols, float zero, bool mins, const uint8_t* act, size_t act_stride,

@@ -296,7 +296,7 @@ GemmBackend choose_gemm(GemmBackend requested, TensorType type, int n_tokens, in
     // Repacking a panel costs about 0.3 ms per 4M weights, so short batches stay on the kernels: Q4_0
     // wins from 64 tokens (394 against 272; at 32 it loses, 203 against 299), Q8_0 from 32 (243
     // against 191), Q4_K from 32 (263-273 against 199-218).
-    if (path == simd::KernelPath::Avx512 && simd::q8_gemm_supports(type) && simd::q8_gemm_kernel(path) != nullptr)
+    if (path == simd::KernelPath::Avx512 && gemm_runs_here(GemmBackend::Int8, type, path, bf16))
         return n_tokens >= std::max(type == TensorType::Q4_0 ? 64 : 32, min_tokens) ? GemmBackend::Int8 : GemmBackend::Native;
     if (path == simd::KernelPath::Avx512 && bf16 && type != TensorType::MXFP4) {
         const int from = std::max(type == TensorType::Q4_0 ? 128 : 64, min_tokens);

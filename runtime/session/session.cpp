@@ -466,10 +466,8 @@ void Session::attention(int layer, int n_tokens, std::span<const KvPlace> places
         // a Zen 5 Debian's OpenBLAS runs its Haswell kernels, and a tinyllama Q4_0 pp512 went from 250
         // to 295 t/s (2 threads). AVX2 CPUs keep OpenBLAS, whose kernels are theirs (not measured against
         // oneDNN's there yet).
-        const GemmBackend g = scratch_.gemm;
-        const bool onednn = scratch_.onednn && g != GemmBackend::Openblas &&
-                            (scratch_.path == simd::KernelPath::Avx512 || g == GemmBackend::Onednn || g == GemmBackend::OnednnBf16 ||
-                             g == GemmBackend::Int8);
+        // The scratch has oneDNN for every backend but native and openblas (matmul.cpp).
+        const bool onednn = scratch_.onednn && (scratch_.path == simd::KernelPath::Avx512 || scratch_.gemm != GemmBackend::Auto);
         const GemmBackend backend = onednn ? GemmBackend::Onednn : GemmBackend::Openblas;
         return batch_attention(model_.hp, kv_, layer, pos_, n_tokens, q_.data(), attn_.data(), backend, scratch_.onednn.get(),
                                scratch_.n_threads, attention_scratch_, sinks);
