@@ -13,6 +13,13 @@
 #include "quant/interleave.h"
 #include "simd/gemv.h"
 
+// GCC 12's 512-bit casts and conversions pass an undefined vector as an unused source and warn that
+// it is uninitialized wherever they are inlined.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
 #if defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx2,fma,f16c,bmi2,avx512f,avx512bw,avx512vl,avx512vnni,avx512bf16"))), apply_to = function)
 #else

@@ -606,13 +606,21 @@ static void dot_groups_q4_k_tokens(const uint8_t* groups, size_t n_groups, size_
     }
 }
 
+#if defined(RILL_LANES_AVX512)
+#include "gemv_q4_k_avx512.inl"
+#define RILL_Q4_K_GROUPS dot_groups_q4_k_512
+#else
+#define RILL_Q4_K_GROUPS dot_groups_q4_k_tokens
+#endif
+
 static void dot_groups_q4_k(const uint8_t* groups, size_t n_groups, size_t n, const uint8_t* act, float* out) {
-    dot_groups_q4_k_tokens<1>(groups, n_groups, n, &act, &out);
+    RILL_Q4_K_GROUPS<1>(groups, n_groups, n, &act, &out);
 }
 
 static void dot_groups_q4_k_quad(const uint8_t* groups, size_t n_groups, size_t n, const uint8_t* const* acts, float* const* outs) {
-    dot_groups_q4_k_tokens<4>(groups, n_groups, n, acts, outs);
+    RILL_Q4_K_GROUPS<4>(groups, n_groups, n, acts, outs);
 }
+#undef RILL_Q4_K_GROUPS
 
 // Q6_K: per super-block, eight rows' d (lane order), then each row's ql, qh and scales. T tokens at
 // once share each row's unpacking, each token's arithmetic the same as alone.
