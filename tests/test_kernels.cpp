@@ -339,24 +339,27 @@ TEST_CASE("the four-token Q8_0, Q4_K, Q6_K and MXFP4 group kernels give each tok
     }
 }
 
-TEST_CASE("the 512-bit Q4_K group kernel sums the same integers as the 256-bit one, so its results are bit for bit the same", "[kernels][interleave]") {
+TEST_CASE("the 512-bit Q4_K and Q6_K group kernels sum the same integers as the 256-bit ones, so their results are bit for bit the same", "[kernels][interleave]") {
     if (!simd::cpu_supports(simd::KernelPath::Avx512)) {
         WARN("skipped: needs a CPU that runs the AVX-512 path (and so the AVX2 one)");
         return;
     }
     const size_t cols = 1024, rows = 24;
-    const size_t stride = row_bytes(TensorType::Q4_K, cols);
-    std::vector<uint8_t> bytes(stride * rows);
-    for (size_t r = 0; r < rows; ++r) quantize_row(TensorType::Q4_K, test::normal_floats(cols, uint32_t(300 + r)).data(), bytes.data() + r * stride, cols);
-    interleave_rows(TensorType::Q4_K, bytes.data(), rows, stride);
-    const simd::GemvKernels& wide = simd::gemv_kernels(simd::KernelPath::Avx512);
-    const simd::GemvKernels& narrow = simd::gemv_kernels(simd::KernelPath::Avx2);
-    std::vector<uint8_t> act(simd::act_bytes(ActFormat::Q8x256, cols));
-    narrow.prepare(ActFormat::Q8x256, test::normal_floats(cols, 41).data(), cols, act.data());
-    std::vector<float> from_wide(rows), from_narrow(rows);
-    wide.dot_groups(TensorType::Q4_K)(bytes.data(), rows / 8, cols, act.data(), from_wide.data());
-    narrow.dot_groups(TensorType::Q4_K)(bytes.data(), rows / 8, cols, act.data(), from_narrow.data());
-    CHECK(std::memcmp(from_wide.data(), from_narrow.data(), rows * sizeof(float)) == 0);
+    for (const TensorType type : {TensorType::Q4_K, TensorType::Q6_K}) {
+        INFO(traits(type).name);
+        const size_t stride = row_bytes(type, cols);
+        std::vector<uint8_t> bytes(stride * rows);
+        for (size_t r = 0; r < rows; ++r) quantize_row(type, test::normal_floats(cols, uint32_t(300 + r)).data(), bytes.data() + r * stride, cols);
+        interleave_rows(type, bytes.data(), rows, stride);
+        const simd::GemvKernels& wide = simd::gemv_kernels(simd::KernelPath::Avx512);
+        const simd::GemvKernels& narrow = simd::gemv_kernels(simd::KernelPath::Avx2);
+        std::vector<uint8_t> act(simd::act_bytes(ActFormat::Q8x256, cols));
+        narrow.prepare(ActFormat::Q8x256, test::normal_floats(cols, 41).data(), cols, act.data());
+        std::vector<float> from_wide(rows), from_narrow(rows);
+        wide.dot_groups(type)(bytes.data(), rows / 8, cols, act.data(), from_wide.data());
+        narrow.dot_groups(type)(bytes.data(), rows / 8, cols, act.data(), from_narrow.data());
+        CHECK(std::memcmp(from_wide.data(), from_narrow.data(), rows * sizeof(float)) == 0);
+    }
 }
 
 TEST_CASE("the two- and four-token Q4_0 group kernels give each token exactly its single-token results", "[kernels][interleave]") {
