@@ -80,3 +80,36 @@ void scale(float* x, size_t n, float a) {
 }
 
 }  // namespace rill::simd
+
+namespace rill::simd {
+namespace {
+
+// gate[i] = gate[i] * σ(Z(gate[i])) * up[i], W elements at a time, the tail through a padded batch.
+template <class Z>
+void gated(float* gate, const float* up, size_t n, Z z) {
+    constexpr size_t W = Batch::size;
+    const Batch one(1.0f);
+    const auto apply = [&](Batch x, Batch u) { return x / (one + xsimd::exp(-z(x))) * u; };
+    size_t i = 0;
+    for (; i + W <= n; i += W) apply(Batch::load_unaligned(gate + i), Batch::load_unaligned(up + i)).store_unaligned(gate + i);
+    if (i < n) {
+        alignas(64) float x[W] = {}, u[W] = {};
+        std::copy(gate + i, gate + n, x);
+        std::copy(up + i, up + n, u);
+        apply(Batch::load_aligned(x), Batch::load_aligned(u)).store_aligned(x);
+        std::copy(x, x + (n - i), gate + i);
+    }
+}
+
+}  // namespace
+
+void swiglu(float* gate, const float* up, size_t n) {
+    gated(gate, up, n, [](Batch x) { return x; });
+}
+
+void geglu(float* gate, const float* up, size_t n) {
+    const Batch k2(2.0f * 0.7978845608028654f), c(0.044715f);  // 2·sqrt(2/π)
+    gated(gate, up, n, [&](Batch x) { return k2 * (x + c * x * x * x); });
+}
+
+}  // namespace rill::simd

@@ -15,6 +15,7 @@
 #include "quant/tensor_type.h"
 #include "runtime/compute/matmul.h"
 #include "simd/convert.h"
+#include "simd/dot.h"
 #include "simd/gemv.h"
 
 using namespace rill;
@@ -425,5 +426,39 @@ TEST_CASE("matmul over tasks gives each task exactly what matmul gives it alone,
                 CHECK(std::memcmp(alone[i].data(), together[i].data(), alone[i].size() * sizeof(float)) == 0);
             }
         }
+    }
+}
+
+// Float arithmetic rounds the exponent's argument z too, and exp turns an absolute error in z into that
+// relative error in the result: a few roundings of the result plus |z| of the argument, in units of 2^-23.
+TEST_CASE("the gated activations equal their formulas to within a few float roundings of the argument and the result", "[kernels][activation]") {
+    std::vector<float> x(301), u(301);
+    for (size_t i = 0; i < x.size(); ++i) {
+        x[i] = -30.0f + 0.2f * float(i);  // both tails of the sigmoid and the middle
+        u[i] = 0.5f + 0.01f * float(i % 17);
+    }
+    for (const bool gelu : {false, true}) {
+        INFO((gelu ? "geglu" : "swiglu"));
+        std::vector<float> g = x;
+        if (gelu) simd::geglu(g.data(), u.data(), g.size());
+        else simd::swiglu(g.data(), u.data(), g.size());
+        for (size_t i = 0; i < x.size(); ++i) {
+            const double v = x[i];
+            const double z = gelu ? 2.0 * std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v) : v;
+            const double want = v / (1.0 + std::exp(-z)) * u[i];
+            INFO("x = " << x[i]);
+            CHECK(std::abs(double(g[i]) - want) <= (8.0 + std::abs(z)) * 0x1p-23 * std::abs(want) + 1e-30);
+        }
+    }
+}
+
+TEST_CASE("a gated activation's value depends on its own element alone, not on the length or its place", "[kernels][activation]") {
+    const std::vector<float> x = test::normal_floats(45, 3), u = test::normal_floats(45, 4);
+    std::vector<float> all = x;
+    simd::swiglu(all.data(), u.data(), all.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+        float one = x[i];
+        simd::swiglu(&one, &u[i], 1);
+        CHECK(std::memcmp(&one, &all[i], sizeof(float)) == 0);
     }
 }

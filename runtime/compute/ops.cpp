@@ -86,18 +86,26 @@ void softmax(float* x, int n) {
     simd::scale(x, size_t(n), 1.0f / sum);
 }
 
-void swiglu(float* gate, const float* up, size_t n) {
-    for (size_t i = 0; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
-}
+namespace {
 
-void geglu(float* gate, const float* up, size_t n) {
-    // 0.5·x·(1 + tanh(u)) = x·σ(2u): one exp per element, as SwiGLU costs.
-    const float k2 = 2.0f * std::sqrt(2.0f / float(M_PI));
-    for (size_t i = 0; i < n; ++i) {
-        const float x = gate[i];
-        gate[i] = x / (1.0f + std::exp(-k2 * (x + 0.044715f * x * x * x))) * up[i];
+// Elementwise over [0, n) in pieces of kPiece (a multiple of every vector width), shared among the
+// threads when there is enough of it to pay for waking them: a prompt's feed-forward, not a token's.
+template <class Fn>
+void elementwise(float* gate, const float* up, size_t n, int n_threads, Fn fn) {
+    constexpr size_t kPiece = size_t(16) << 10, kMinShared = size_t(64) << 10;
+    const size_t pieces = (n + kPiece - 1) / kPiece;
+#pragma omp parallel for num_threads(n_threads) schedule(static) if (n_threads > 1 && n >= kMinShared)
+    for (size_t p = 0; p < pieces; ++p) {
+        const size_t first = p * kPiece;
+        fn(gate + first, up + first, std::min(kPiece, n - first));
     }
 }
+
+}  // namespace
+
+void swiglu(float* gate, const float* up, size_t n, int n_threads) { elementwise(gate, up, n, n_threads, simd::swiglu); }
+
+void geglu(float* gate, const float* up, size_t n, int n_threads) { elementwise(gate, up, n, n_threads, simd::geglu); }
 
 void swiglu_oai(float* gate, const float* up, size_t n) {
     constexpr float kAlpha = 1.702f, kLimit = 7.0f;

@@ -25,10 +25,11 @@ void rope(float* heads, int n_heads, int head_dim, int n_rot, RopeStyle style, c
 void rope_angles(const RopeParams& rope, int n_rot, const Weight& freq_factors, int pos, float* cos_sin);
 
 void softmax(float* x, int n);
-// gate[i] = silu(gate[i]) * up[i]
-void swiglu(float* gate, const float* up, size_t n);
+// gate[i] = silu(gate[i]) * up[i]; a prompt's worth shared among n_threads (each element's value is
+// its own, whoever computes it)
+void swiglu(float* gate, const float* up, size_t n, int n_threads = 1);
 // gate[i] = gelu(gate[i]) * up[i], GELU in its tanh approximation (computed exactly, not from a table)
-void geglu(float* gate, const float* up, size_t n);
+void geglu(float* gate, const float* up, size_t n, int n_threads = 1);
 // gpt-oss's clamped SwiGLU: x = min(gate, 7), gate[i] = x·σ(1.702·x)·(clamp(up, -7, 7) + 1)
 void swiglu_oai(float* gate, const float* up, size_t n);
 // softmax over x[0 .. n) with one more logit in the denominator that has no value (an attention sink)

@@ -222,8 +222,8 @@ void Session::forward_layers(std::span<const int32_t> tokens, std::span<const Kv
                 std::copy_n(row(fused_, t, 2 * F) + F, F, row(up_, t, F));
             }
         }
-        if (arch.activation == Activation::GeluTanh) geglu(gate_.data(), up_.data(), size_t(n) * F);
-        else swiglu(gate_.data(), up_.data(), size_t(n) * F);
+        if (arch.activation == Activation::GeluTanh) geglu(gate_.data(), up_.data(), size_t(n) * F, scratch_.n_threads);
+        else swiglu(gate_.data(), up_.data(), size_t(n) * F, scratch_.n_threads);
         matmul(L.ffn_down, gate_.data(), xn_.data(), n, scratch_);
         add_bias(L.b_down, xn_.data(), n, E);
         add_residual(L.ffn_post_norm);
