@@ -79,9 +79,6 @@ void scale(float* x, size_t n, float a) {
     for (; i < n; ++i) x[i] *= a;
 }
 
-}  // namespace rill::simd
-
-namespace rill::simd {
 namespace {
 
 // gate[i] = gate[i] * σ(Z(gate[i])) * up[i], W elements at a time, the tail through a padded batch.
