@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <optional>
 
 #include "quant/interleave.h"
 #include "runtime/base/error.h"
@@ -376,15 +377,24 @@ void native_matmul(std::span<const MatmulTask> tasks, MatmulScratch& s) {
         for (int r = grouped; r < rows; r += step) s.chunks.push_back({uint32_t(j), false, r, std::min(step, rows - r)});
     }
 
+    const auto prepare = [&](size_t i) {
+        const Prepare& p = s.prepares[i];
+        const PreparedInput& input = s.inputs[p.input];
+        const simd::ActFormat f = simd::ActFormat(p.format);
+        kernels.prepare(f, input.in + size_t(p.token) * input.cols, input.cols,
+                        s.act[p.format].data() + input.offset[p.format] + size_t(p.token) * simd::act_bytes(f, input.cols));
+    };
+    // A few tokens' activations take well under a microsecond to prepare, less than the team's
+    // meeting to wait for them: this thread prepares them before the team starts.
+    if (streaming) {
+        for (size_t i = 0; i < s.prepares.size(); ++i) prepare(i);
+        s.ranges.reset(parallel ? s.n_threads : 1, s.chunks.size());
+    }
 #pragma omp parallel num_threads(s.n_threads) if (parallel)
     {
+        if (!streaming) {
 #pragma omp for schedule(static)
-        for (size_t i = 0; i < s.prepares.size(); ++i) {
-            const Prepare& p = s.prepares[i];
-            const PreparedInput& input = s.inputs[p.input];
-            const simd::ActFormat f = simd::ActFormat(p.format);
-            kernels.prepare(f, input.in + size_t(p.token) * input.cols, input.cols,
-                            s.act[p.format].data() + input.offset[p.format] + size_t(p.token) * simd::act_bytes(f, input.cols));
+            for (size_t i = 0; i < s.prepares.size(); ++i) prepare(i);
         }
         const auto run_chunk = [&](size_t c) {
             const RowChunk& chunk = s.chunks[c];
@@ -430,15 +440,15 @@ void native_matmul(std::span<const MatmulTask> tasks, MatmulScratch& s) {
         // Chunks go to whichever thread is free: on a shared machine a thread that loses its core
         // for a moment no longer holds up the other at the barrier. A row's value depends only on
         // the kernel that computes it, fixed per row, not per thread. Where the weights stream from
-        // memory (a few tokens), guided hands out long runs of consecutive chunks first and single
-        // ones at the end, so each thread mostly streams one contiguous stretch (the prefetchers ramp
-        // up once, not every 128 KiB) and the tail still balances: 1.08x the tokens per second of
-        // one chunk at a time, median of five alternating pairs, tinyllama Q4_0 at 2 threads (AMD
-        // EPYC Zen 3, AVX2). A prompt batch is compute-bound and its chunks are long: those stay one
-        // at a time, so a thread slowed by the host never holds a large share the other cannot take.
+        // memory (a few tokens), each thread streams its own consecutive run of chunks (the
+        // prefetchers ramp up once, not every 128 KiB) and takes the back half of the other's when
+        // it runs out, down to single chunks. OpenMP's guided schedule, which hands out long runs
+        // first, left the threads finishing 27-40 us apart on average per product (tinyllama
+        // Q4_K_M decode, Zen 5, 2 threads): a long run once taken could not be shared again. A
+        // prompt batch is compute-bound and its chunks are long: those go one at a time.
         if (streaming) {
-#pragma omp for schedule(guided, 1)
-            for (size_t c = 0; c < s.chunks.size(); ++c) run_chunk(c);
+            const int me = omp_get_thread_num();
+            while (const std::optional<size_t> c = s.ranges.next(me)) run_chunk(*c);
         } else {
 #pragma omp for schedule(dynamic, 1)
             for (size_t c = 0; c < s.chunks.size(); ++c) run_chunk(c);

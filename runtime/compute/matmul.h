@@ -9,6 +9,7 @@
 
 #include "runtime/compute/gemm.h"
 #include "runtime/compute/gemm_choice.h"
+#include "runtime/compute/work_ranges.h"
 #include "runtime/model/model.h"
 #include "simd/gemv.h"
 
@@ -103,6 +104,7 @@ struct MatmulScratch {
     std::vector<uint32_t> task_input;      // which of them each task reads
     std::vector<Prepare> prepares;         // the (input, format, token) activations to prepare
     std::vector<MatmulTask> pending;       // the tasks that go to the decode kernels
+    WorkRanges ranges;                     // a few tokens' chunks, shared out among the team
 
     MatmulScratch() = default;
     MatmulScratch(simd::KernelPath path, int n_threads, size_t widest_row, GemmBackend gemm = GemmBackend::Auto);
