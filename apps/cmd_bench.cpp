@@ -78,6 +78,7 @@ struct RowResult {
     std::vector<double> ttft_ms;   // per repetition
     std::vector<double> llama_ts;  // llama.cpp's tokens/s, one per repetition (with --vs-llamacpp)
     double bandwidth_gbps = 0;
+    std::vector<double> bandwidth_samples;  // tg rows: the read bandwidth probed right before each repetition
     uint64_t bytes_per_token = 0;  // tg rows only
     double flops = 0;               // pp rows only: per prompt
     double peak_gflops = 0;         // pp rows only: measured at this thread count
@@ -467,8 +468,17 @@ ordered_json row_json(const ModelSummary& model, const RowResult& row, bool with
     j["bytes_per_token"] = decode ? ordered_json(row.bytes_per_token) : ordered_json(nullptr);
     const double achieved = double(row.bytes_per_token) * avg_ts / 1e9;
     j["achieved_gbps"] = decode ? ordered_json(achieved) : ordered_json(nullptr);
-    j["bandwidth_gbps"] = row.bandwidth_gbps;
-    j["pct_of_bandwidth"] = decode ? ordered_json(100 * achieved / row.bandwidth_gbps) : ordered_json(nullptr);
+    // A decode row's share of bandwidth is the median over its repetitions of each one's rate against
+    // the probe run just before it: the host's bandwidth drifts by a third within minutes, and a share
+    // against one probe at the start measured the drift as much as the kernels.
+    std::vector<double> shares;
+    for (size_t i = 0; i < std::min(ts.size(), row.bandwidth_samples.size()); ++i)
+        shares.push_back(100 * double(row.bytes_per_token) * ts[i] / 1e9 / row.bandwidth_samples[i]);
+    j["bandwidth_gbps"] = row.bandwidth_samples.empty() ? row.bandwidth_gbps : median(row.bandwidth_samples);
+    if (!row.bandwidth_samples.empty()) j["bandwidth_samples_gbps"] = row.bandwidth_samples;
+    j["pct_of_bandwidth"] = !decode ? ordered_json(nullptr)
+                          : shares.empty() ? ordered_json(100 * achieved / row.bandwidth_gbps)
+                                           : ordered_json(median(shares));
     // A prompt is compute-bound: its floating-point operations per second against the multiply-add
     // peak measured at the same thread count.
     const double gflops = row.flops * avg_ts / double(std::max(1, row.test.n_prompt)) * 1e-9;
@@ -508,7 +518,9 @@ void print_csv(const std::vector<ordered_json>& rows) {
         bool first = true;
         for (const auto& [key, value] : row.items()) {
             if (value.is_array()) continue;
-            line += (first ? "" : ",") + csv_field(value);
+            // Appended piece by piece: GCC 12 warns falsely (-Wrestrict) about a literal + a temporary string.
+            if (!first) line += ',';
+            line += csv_field(value);
             first = false;
         }
         std::printf("%s\n", line.c_str());
@@ -571,7 +583,12 @@ void print_markdown(const ModelSummary& model, const std::vector<RowResult>& row
         if (row.n_threads == last_threads) continue;
         last_threads = row.n_threads;
         const std::string at = " at " + std::to_string(row.n_threads) + (row.n_threads == 1 ? " thread" : " threads");
-        bandwidths += (bandwidths.empty() ? "" : ", ") + format("%.2f GB/s", row.bandwidth_gbps) + at;
+        std::vector<double> probes;
+        for (const RowResult& other : rows)
+            if (other.n_threads == row.n_threads) probes.insert(probes.end(), other.bandwidth_samples.begin(), other.bandwidth_samples.end());
+        const auto [low, high] = std::minmax_element(probes.begin(), probes.end());
+        const std::string spread = probes.empty() ? "" : format(" (%.1f", *low) + format("-%.1f before tg repetitions)", *high);
+        bandwidths += (bandwidths.empty() ? "" : ", ") + format("%.2f GB/s", row.bandwidth_gbps) + at + spread;
         if (row.peak_gflops > 0) peaks += (peaks.empty() ? "" : ", ") + format("%.1f GFLOP/s", row.peak_gflops) + at;
     }
     std::printf("\nmeasured read bandwidth %s%s | kernels %s | gemm %s | load %.1f ms | peak RSS %.1f MB%s\n", bandwidths.c_str(),
@@ -737,6 +754,13 @@ int bench(const BenchFlags& f) {
             uint64_t expert_bytes = 0;
             for (int rep = 0; rep < f.repetitions; ++rep) {
                 const std::string of = " rep " + std::to_string(rep + 1) + "/" + std::to_string(f.repetitions);
+                if (test.n_gen > 0) {
+                    // The probe's 512 MiB would otherwise count as the row's peak memory.
+                    row.peak_rss_mb = std::max(row.peak_rss_mb, peak_rss_mb());
+                    status.show(label + of + ": memory bandwidth", false);
+                    row.bandwidth_samples.push_back(measure_read_bandwidth(t));
+                    reset_peak_rss();
+                }
                 status.show(label + of, false);
                 const RepTiming timing = test.n_prompt > 0 ? run_prompt(session, all, context) : run_decode(session, all, context);
                 row.seconds.push_back(timing.seconds);
@@ -755,7 +779,7 @@ int bench(const BenchFlags& f) {
             if (test.n_gen > 0 && shape.hp.n_expert > 0)
                 row.bytes_per_token = row.bytes_per_token - expected_expert_bytes(shape) +
                                       expert_bytes / (uint64_t(f.repetitions) * uint64_t(test.n_gen));
-            row.peak_rss_mb = peak_rss_mb();
+            row.peak_rss_mb = std::max(row.peak_rss_mb, peak_rss_mb());
             rows.push_back(std::move(row));
         }
     }
@@ -792,7 +816,8 @@ Action add_bench(CLI::App& app) {
         "Columns: t/s is tokens per second, mean ± sample stddev over the repetitions (pp: prompt tokens\n"
         "evaluated as one batch; tg: tokens decoded one at a time). ttft ms is the whole prompt (pp) or the\n"
         "first decode step (tg). GB/s is the bytes a decode step must read (weights plus KV cache at the\n"
-        "mean position) times t/s; % of BW sets it against the read bandwidth measured at that thread count.");
+        "mean position) times t/s; % of BW is the median over repetitions of each one's GB/s against the\n"
+        "read bandwidth probed right before it, at the same thread count.");
     f->model.add_to(*cmd);
     cmd->add_option("-p,--n-prompt", f->prompt_list, "prompt lengths, comma-separated; each gives a ppN row (0: none)")
         ->capture_default_str();
