@@ -500,13 +500,21 @@ static void dot_groups_q8_0_tokens(const uint8_t* groups, size_t n_groups, size_
     }
 }
 
+#if defined(RILL_LANES_AVX512)
+#include "gemv_q8_0_avx512.inl"
+#define RILL_Q8_0_GROUPS dot_groups_q8_0_512
+#else
+#define RILL_Q8_0_GROUPS dot_groups_q8_0_tokens
+#endif
+
 static void dot_groups_q8_0(const uint8_t* groups, size_t n_groups, size_t n, const uint8_t* act, float* out) {
-    dot_groups_q8_0_tokens<1>(groups, n_groups, n, &act, &out);
+    RILL_Q8_0_GROUPS<1>(groups, n_groups, n, &act, &out);
 }
 
 static void dot_groups_q8_0_quad(const uint8_t* groups, size_t n_groups, size_t n, const uint8_t* const* acts, float* const* outs) {
-    dot_groups_q8_0_tokens<4>(groups, n_groups, n, acts, outs);
+    RILL_Q8_0_GROUPS<4>(groups, n_groups, n, acts, outs);
 }
+#undef RILL_Q8_0_GROUPS
 
 // MXFP4: per block, eight rows' exponent bytes (lane order), then each row's 16 code bytes; two rows
 // share a register as in Q4_0. Codes look up their level plus 12, an unsigned byte (0..24), so the
@@ -864,6 +872,15 @@ static void weighted_sum_heads(const uint8_t* rows, size_t row_stride, size_t n_
     }
 }
 
+#if defined(RILL_LANES_AVX512)
+#include "gemv_float_avx512.inl"
+#define RILL_DOT_ROW_F16 dot_row_half_512<load16_f16, scalar_f16>
+#define RILL_DOT_ROW_BF16 dot_row_half_512<load16_bf16, scalar_bf16>
+#else
+#define RILL_DOT_ROW_F16 dot_row_float<2, load_f16, scalar_f16>
+#define RILL_DOT_ROW_BF16 dot_row_float<2, load_bf16, scalar_bf16>
+#endif
+
 template <float (*Row)(const uint8_t*, size_t, const uint8_t*)>
 static void dot_rows(const uint8_t* rows, size_t row_stride, size_t n_rows, size_t cols, const uint8_t* act, float* out) {
     for (size_t r = 0; r < n_rows; ++r) out[r] = Row(rows + r * row_stride, cols, act);
@@ -874,8 +891,8 @@ static const GemvKernels kKernels = {
     quantize_act_q8x32,
     quantize_act_q8x256,
     dot_rows<dot_row_float<4, load_f32_bytes, scalar_f32>>,
-    dot_rows<dot_row_float<2, load_f16, scalar_f16>>,
-    dot_rows<dot_row_float<2, load_bf16, scalar_bf16>>,
+    dot_rows<RILL_DOT_ROW_F16>,
+    dot_rows<RILL_DOT_ROW_BF16>,
     dot_rows<dot_row_b32<18, Bias::Offset, 8, block_q4_0>>,
     dot_rows<dot_row_b32<20, Bias::Min, 0, block_q4_1>>,
     dot_rows<dot_row_b32<22, Bias::Offset, 16, block_q5_0>>,

@@ -340,13 +340,13 @@ TEST_CASE("the four-token Q8_0, Q4_K, Q6_K and MXFP4 group kernels give each tok
     }
 }
 
-TEST_CASE("the 512-bit Q4_K and Q6_K group kernels sum the same integers as the 256-bit ones, so their results are bit for bit the same", "[kernels][interleave]") {
+TEST_CASE("the 512-bit Q8_0, Q4_K and Q6_K group kernels sum the same integers as the 256-bit ones, so their results are bit for bit the same", "[kernels][interleave]") {
     if (!simd::cpu_supports(simd::KernelPath::Avx512)) {
         WARN("skipped: needs a CPU that runs the AVX-512 path (and so the AVX2 one)");
         return;
     }
     const size_t cols = 1024, rows = 24;
-    for (const TensorType type : {TensorType::Q4_K, TensorType::Q6_K}) {
+    for (const TensorType type : {TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K}) {
         INFO(traits(type).name);
         const size_t stride = row_bytes(type, cols);
         std::vector<uint8_t> bytes(stride * rows);
@@ -354,8 +354,13 @@ TEST_CASE("the 512-bit Q4_K and Q6_K group kernels sum the same integers as the 
         interleave_rows(type, bytes.data(), rows, stride);
         const simd::GemvKernels& wide = simd::gemv_kernels(simd::KernelPath::Avx512);
         const simd::GemvKernels& narrow = simd::gemv_kernels(simd::KernelPath::Avx2);
-        std::vector<uint8_t> act(simd::act_bytes(ActFormat::Q8x256, cols));
-        narrow.prepare(ActFormat::Q8x256, test::normal_floats(cols, 41).data(), cols, act.data());
+        // Q8_0's -128 is the one weight whose magnitude is not a signed byte: make sure some are there.
+        if (type == TensorType::Q8_0)
+            for (size_t i = 40; i < bytes.size(); i += 97)
+                if (i % 272 >= 16) bytes[i] = 0x80;  // a quant, not one of the group's eight scales
+        const ActFormat format = simd::act_format(type, simd::KernelPath::Avx2);
+        std::vector<uint8_t> act(simd::act_bytes(format, cols));
+        narrow.prepare(format, test::normal_floats(cols, 41).data(), cols, act.data());
         std::vector<float> from_wide(rows), from_narrow(rows);
         wide.dot_groups(type)(bytes.data(), rows / 8, cols, act.data(), from_wide.data());
         narrow.dot_groups(type)(bytes.data(), rows / 8, cols, act.data(), from_narrow.data());

@@ -1,0 +1,24 @@
+// F16 and BF16 rows on 512-bit registers, for the Avx512 path (included by gemv_body.inl there): sixteen
+// weights widened and multiplied per instruction instead of eight. Float rows are read one at a time
+// with no software prefetch, as the 256-bit form is (see dot_row_float). Four accumulators of sixteen
+// lanes sum in a different order from the 256-bit form's four of eight, so a row's value differs from
+// the avx2 path's in the last bits; on any one path it is fixed.
+
+static inline __m512 load16_f16(const uint8_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+static inline __m512 load16_bf16(const uint8_t* p) {
+    const __m512i wide = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
+}
+
+template <__m512 (*Load16)(const uint8_t*), float (*Scalar)(const uint8_t*)>
+static float dot_row_half_512(const uint8_t* w, size_t n, const uint8_t* act) {
+    const float* x = reinterpret_cast<const float*>(act);
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64)
+        for (int k = 0; k < 4; ++k) acc[k] = _mm512_fmadd_ps(Load16(w + 2 * (i + 16 * size_t(k))), _mm512_loadu_ps(x + i + 16 * size_t(k)), acc[k]);
+    for (; i + 16 <= n; i += 16) acc[0] = _mm512_fmadd_ps(Load16(w + 2 * i), _mm512_loadu_ps(x + i), acc[0]);
+    float total = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
+    for (; i < n; ++i) total += Scalar(w + 2 * i) * x[i];
+    return total;
+}
