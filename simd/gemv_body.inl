@@ -581,12 +581,6 @@ static void dot_groups_mxfp4_quad(const uint8_t* groups, size_t n_groups, size_t
 }
 #undef RILL_MXFP4_GROUPS
 
-#if defined(RILL_LANES_AVX512)
-#include "gemv_q4_k_avx512.inl"
-#define RILL_Q4_K_SUMS q4_k_sums_512
-#else
-#define RILL_Q4_K_SUMS q4_k_sums
-#endif
 
 // Q4_K: per super-block, eight rows' d then eight rows' dmin (lane order), then each row's packed
 // scales and quants. Per-row work is the same as dot_row_q4_k; what the group saves is the per-row
@@ -614,7 +608,7 @@ static void dot_groups_q4_k_tokens(const uint8_t* groups, size_t n_groups, size_
             for (int i = 0; i < 8; ++i) {
                 const uint8_t* row = chunk + 32 + 140 * size_t(kInterleaveLanes[i]);
                 I32x8 row_sum[T], row_min[T];
-                RILL_Q4_K_SUMS<T>(row, row + 12, x, sums, row_sum, row_min);
+                q4_k_sums<T>(row, row + 12, x, sums, row_sum, row_min);
                 for (int t = 0; t < T; ++t) {
                     p[t][i] = row_sum[t];
                     m[t][i] = row_min[t];
@@ -632,14 +626,21 @@ static void dot_groups_q4_k_tokens(const uint8_t* groups, size_t n_groups, size_
     }
 }
 
+#if defined(RILL_LANES_AVX512)
+#include "gemv_q4_k_avx512.inl"
+#define RILL_Q4_K_GROUPS dot_groups_q4_k_512
+#else
+#define RILL_Q4_K_GROUPS dot_groups_q4_k_tokens
+#endif
+
 static void dot_groups_q4_k(const uint8_t* groups, size_t n_groups, size_t n, const uint8_t* act, float* out) {
-    dot_groups_q4_k_tokens<1>(groups, n_groups, n, &act, &out);
+    RILL_Q4_K_GROUPS<1>(groups, n_groups, n, &act, &out);
 }
 
 static void dot_groups_q4_k_quad(const uint8_t* groups, size_t n_groups, size_t n, const uint8_t* const* acts, float* const* outs) {
-    dot_groups_q4_k_tokens<4>(groups, n_groups, n, acts, outs);
+    RILL_Q4_K_GROUPS<4>(groups, n_groups, n, acts, outs);
 }
-#undef RILL_Q4_K_SUMS
+#undef RILL_Q4_K_GROUPS
 
 // Q6_K: per super-block, eight rows' d (lane order), then each row's ql, qh and scales. T tokens at
 // once share each row's unpacking, each token's arithmetic the same as alone.
