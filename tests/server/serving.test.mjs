@@ -124,8 +124,11 @@ test('a long prompt is read in chunks between the steps of a stream that is gene
       generated += 1;
       if (generated === 20) {
         atLongStart = generated;
-        // About 1,200 tokens at 4 a step: some 300 steps, each of which also gives the stream a token.
-        const long = await openai.completions.create({ ...greedy, prompt: 'The dog ran. '.repeat(300), max_tokens: 1, stream: true });
+        // About 900 tokens, read at 1 to 4 a step (the pacer may take fewer than --prefill-chunk when a
+        // prompt token costs as much as a decode step, as it does on this tiny model): 225 to 900 steps,
+        // each of which also gives the stream a token, and the 1,900-token stream cannot end first.
+        // (1,800 tokens had needed up to 1,880 steps, and the stream sometimes ended before the read did.)
+        const long = await openai.completions.create({ ...greedy, prompt: 'The dog ran. '.repeat(150), max_tokens: 1, stream: true });
         (async () => {
           for await (const c of long) if (atLongFirst < 0 && c.choices[0]?.text !== undefined) atLongFirst = generated;
         })();
