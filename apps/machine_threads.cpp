@@ -65,6 +65,10 @@ nlohmann::ordered_json gemm_choices_json(const Model& model, const SessionOption
                 precision = "8-bit activations";
                 kernel = "rill int8 GEMM (AVX-512 VNNI)";
                 break;
+            case GemmBackend::Amx:
+                precision = "bfloat16 weights and activations, float32 sums";
+                kernel = "rill AMX bf16 tiles";
+                break;
             case GemmBackend::OnednnBf16:
             case GemmBackend::Onednn: {
                 const bool half = b == GemmBackend::OnednnBf16;

@@ -31,9 +31,10 @@ struct SessionFlags {
     static void add_prompt_flags(CLI::App& cmd, std::string& gemm, int& ubatch) {
         cmd.add_option("--gemm", gemm,
                        "matrix library for prompt batches: auto, onednn (float32), onednn-bf16 (bfloat16 inputs, "
-                       "float32 sums), int8 (Q4_0, Q8_0 and Q4_K on VNNI byte products, 8-bit activations), openblas, or native "
+                       "float32 sums), amx (the same precision on AMX tiles, rill's kernel), int8 (Q4_0, Q8_0 and Q4_K on VNNI byte "
+                       "products, 8-bit activations), openblas, or native "
                        "(the int8 decode kernels)")
-            ->capture_default_str()->check(CLI::IsMember({"auto", "onednn", "onednn-bf16", "int8", "openblas", "native"}));
+            ->capture_default_str()->check(CLI::IsMember({"auto", "onednn", "onednn-bf16", "amx", "int8", "openblas", "native"}));
         cmd.add_option("--ubatch", ubatch,
                        "prompt tokens evaluated per forward pass; longer prompts run in pieces this long, "
                        "so memory stays bounded")

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "quant/interleave.h"
+#include "simd/gemm_amx.h"
 #include "simd/gemm_q8.h"
 #include "runtime/compute/matmul.h"
 
@@ -121,10 +122,11 @@ const int kRegistered = [] {
     for (const TensorType type : types)
         for (const auto& [name, backend] : {std::pair{"native", GemmBackend::Native}, std::pair{"onednn", GemmBackend::Onednn},
                                             std::pair{"onednn-bf16", GemmBackend::OnednnBf16}, std::pair{"int8", GemmBackend::Int8},
-                                            std::pair{"openblas", GemmBackend::Openblas}})
+                                            std::pair{"openblas", GemmBackend::Openblas}, std::pair{"amx", GemmBackend::Amx}})
             // The int8 backend runs Q4_0, Q8_0 and Q4_K only, on the avx512 path.
-            if (backend != GemmBackend::Int8 || (simd::q8_gemm_supports(type) &&
-                                                  simd::default_kernel_path() == simd::KernelPath::Avx512))
+            if ((backend != GemmBackend::Int8 || (simd::q8_gemm_supports(type) &&
+                                                   simd::default_kernel_path() == simd::KernelPath::Avx512)) &&
+                (backend != GemmBackend::Amx || simd::amx_bf16_available()))
             benchmark::RegisterBenchmark(("matmul/" + std::string(traits(type).name) + "/" + name).c_str(), BM_matmul, type, backend)
                 ->RangeMultiplier(2)->Range(1, 512)->Unit(benchmark::kMillisecond)->UseRealTime();
     return 0;

@@ -1,6 +1,7 @@
-// The bf16 GEMM backend (oneDNN's bf16 matmul on weights and activations rounded to bfloat16, sums in
-// float32): its accuracy class, its independence from the thread count, and the rounding it relies on.
-// It runs where the avx512 kernel path does (AVX-512 BF16); elsewhere its cases are skipped with a line.
+// The bf16 GEMM backends (oneDNN's bf16 matmul, and rill's AMX tile kernel, on weights and activations
+// rounded to bfloat16, sums in float32): their accuracy class, their independence from the thread
+// count, and the rounding they rely on. onednn-bf16 runs where the avx512 kernel path does (AVX-512
+// BF16), amx where the CPU has AMX tiles; elsewhere their cases are skipped with a line.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -29,6 +30,15 @@ bool bf16_gemm_here() {
     return false;
 }
 
+// The bf16 backends this CPU runs: onednn-bf16 where oneDNN has a bf16 matmul, amx where AMX tiles are.
+std::vector<GemmBackend> bf16_backends_here() {
+    std::vector<GemmBackend> out;
+    if (bf16_gemm_here()) out.push_back(GemmBackend::OnednnBf16);
+    if (gemm_runs_here(GemmBackend::Amx, TensorType::F32, simd::KernelPath::Avx512, false)) out.push_back(GemmBackend::Amx);
+    else WARN("amx cases skipped: no AMX tiles with bfloat16 products here");
+    return out;
+}
+
 }  // namespace
 
 TEST_CASE("rows round to bfloat16 with the scalar rule's bits on every length, NaNs and subnormals included", "[prefill][bf16]") {
@@ -48,17 +58,17 @@ TEST_CASE("rows round to bfloat16 with the scalar rule's bits on every length, N
 // Each factor of a product is rounded to bfloat16 (relative error at most 2^-9 each), so a product
 // is off by at most (2^-8 + 2^-18) of its size, and a sum by that share of the sum of |products|;
 // float32 accumulation over 512 terms adds under 1e-5 of it. 2^-8 + 1e-5 is that bound.
-TEST_CASE("the bf16 backend is within bfloat16 rounding of exact arithmetic for every type, with 1 or 2 threads alike", "[prefill][bf16]") {
-    if (!bf16_gemm_here()) return;
+TEST_CASE("the bf16 backends are within bfloat16 rounding of exact arithmetic for every type, with 1 or 2 threads alike", "[prefill][bf16]") {
     const size_t cols = 512, rows = 70, tokens = 20;
     const auto x = test::normal_floats(cols * tokens, 7);
+    for (const GemmBackend backend : bf16_backends_here())
     for (const TensorTypeTraits& t : all_tensor_types()) {
         if (!can_quantize(t.type)) continue;
         const test::RandomWeight w(t.type, rows, cols, 100);
-        INFO(t.name);
+        INFO(gemm_backend_name(backend) << " " << t.name);
         std::vector<float> one(rows * tokens), two(rows * tokens);
-        MatmulScratch single(simd::KernelPath::Avx512, 1, cols, GemmBackend::OnednnBf16);
-        MatmulScratch pair(simd::KernelPath::Avx512, 2, cols, GemmBackend::OnednnBf16);
+        MatmulScratch single(simd::KernelPath::Avx512, 1, cols, backend);
+        MatmulScratch pair(simd::KernelPath::Avx512, 2, cols, backend);
         matmul(w.weight, x.data(), one.data(), int(tokens), single);
         matmul(w.weight, x.data(), two.data(), int(tokens), pair);
         CHECK(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)) == 0);
@@ -74,16 +84,18 @@ TEST_CASE("auto leaves the bf16 backend alone where oneDNN has no bf16 matmul", 
 }
 
 TEST_CASE("a bf16 GEMM batch gives bit-identical logits with 1 and 2 threads", "[prefill][bf16][threads]") {
-    if (!bf16_gemm_here()) return;
     const auto model = load_model(test::shared_path("golden/synth-llama-A.Q4_K_M.gguf"));
     std::vector<int32_t> prompt;
     for (int i = 0; i < 80; ++i) prompt.push_back(int32_t((i * 37 + 11) % 512));
-    Session one(*model, SessionOptions{.n_threads = 1, .gemm = GemmBackend::OnednnBf16});
-    Session two(*model, SessionOptions{.n_threads = 2, .gemm = GemmBackend::OnednnBf16});
-    const auto l1 = one.eval(prompt, true);
-    const std::vector<float> a(l1.begin(), l1.end());
-    const auto l2 = two.eval(prompt, true);
-    CHECK(std::memcmp(a.data(), l2.data(), a.size() * sizeof(float)) == 0);
+    for (const GemmBackend backend : bf16_backends_here()) {
+        INFO(gemm_backend_name(backend));
+        Session one(*model, SessionOptions{.n_threads = 1, .gemm = backend});
+        Session two(*model, SessionOptions{.n_threads = 2, .gemm = backend});
+        const auto l1 = one.eval(prompt, true);
+        const std::vector<float> a(l1.begin(), l1.end());
+        const auto l2 = two.eval(prompt, true);
+        CHECK(std::memcmp(a.data(), l2.data(), a.size() * sizeof(float)) == 0);
+    }
 }
 
 // bfloat16 keeps 8 significant bits, as 8-bit activations do: the accuracy class of llama.cpp, which
@@ -93,14 +105,14 @@ TEST_CASE("a bf16 GEMM batch gives bit-identical logits with 1 and 2 threads", "
 // activations (1e-5 and 1e-2 away), and the bf16 backend's rounding of both factors moves the peaked
 // golden models' log-probs by 0.126 and 0.120: 0.15 bounds that with 20% to spare, far under what a
 // wrong index or a missed row does (whole units). --gemm onednn keeps float32 for those who need it.
-TEST_CASE("every golden model's log-probs through the bf16 backend are as close to the float64 reference as llama.cpp's", "[prefill][bf16][golden]") {
-    if (!bf16_gemm_here()) return;
+TEST_CASE("every golden model's log-probs through the bf16 backends are as close to the float64 reference as llama.cpp's", "[prefill][bf16][golden]") {
+    for (const GemmBackend backend : bf16_backends_here())
     for (const char* format : {"F32", "F16", "BF16", "Q8_0", "Q6_K", "Q5_K_M", "Q5_1", "Q5_0", "Q4_K_M", "Q4_1", "Q4_0",
                                "IQ4_NL", "IQ4_XS", "Q3_K_M", "Q2_K"}) {
         const test::GoldenDistance d =
-            test::golden_distance(format, SessionOptions{.n_threads = 2, .kv_types = KvType::F32, .gemm = GemmBackend::OnednnBf16});
+            test::golden_distance(format, SessionOptions{.n_threads = 2, .kv_types = KvType::F32, .gemm = backend});
         const double ours = d.ours, theirs = d.llamacpp;
-        std::cout << "bf16 backend " << format << ": " << ours << " from the reference (llama.cpp " << theirs << ")\n";
+        std::cout << gemm_backend_name(backend) << " backend " << format << ": " << ours << " from the reference (llama.cpp " << theirs << ")\n";
         INFO(format << ": " << ours << " (llama.cpp " << theirs << ")");
         const bool float_activations_in_llamacpp = std::string(format) == "F32" || std::string(format) == "F16";
         CHECK(ours <= (float_activations_in_llamacpp ? 0.15 : theirs));

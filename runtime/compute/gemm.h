@@ -16,11 +16,11 @@ namespace rill {
 // accumulating in float32: twice the float32 rate on AVX-512 BF16, more with AMX.
 // Int8 repacks Q4_0, Q8_0 and Q4_K panels to bytes and multiplies them against 8-bit activations with VNNI's
 // integer dot products (simd/gemm_q8.h); other types go to the native kernels.
-enum class GemmBackend { Auto, Native, Onednn, Openblas, OnednnBf16, Int8 };
-inline constexpr int kGemmBackendCount = 6;
+enum class GemmBackend { Auto, Native, Onednn, Openblas, OnednnBf16, Int8, Amx };
+inline constexpr int kGemmBackendCount = 7;
 
 std::string_view gemm_backend_name(GemmBackend backend);
-// "auto", "native", "onednn", "openblas", "onednn-bf16" or "int8"; throws rill::Error naming the choices on anything else.
+// "auto", "native", "onednn", "openblas", "onednn-bf16", "int8" or "amx"; throws rill::Error naming the choices on anything else.
 GemmBackend parse_gemm_backend(std::string_view name);
 
 // c[i][j] = sum over p of a[i][p] * b[j][p], for i < m, j < n, p < k. a is m rows of k floats,

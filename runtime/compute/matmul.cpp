@@ -10,6 +10,7 @@
 #include "runtime/base/error.h"
 #include "simd/convert.h"
 #include "simd/dot.h"
+#include "simd/gemm_amx.h"
 #include "simd/gemm_q8.h"
 
 namespace rill {
@@ -96,7 +97,12 @@ const uint16_t* bf16_panel(const Weight& w, int first, int count, int me, Matmul
 // The batch against each weight, a panel of rows at a time: a thread dequantizes the panel into its
 // scratch and multiplies the whole batch by it with the GEMM backend, on that thread alone.
 void gemm_matmul(std::span<const MatmulOutput> outputs, const float* in, int n_tokens, GemmBackend backend, MatmulScratch& s) {
-    const bool bf16 = backend == GemmBackend::OnednnBf16;
+    // The amx kernel takes whole tiles of 32 columns; a weight narrower or ragged (none in the files
+    // seen) goes to oneDNN's bf16 matmul, the same precision, or its float32 one.
+    if (backend == GemmBackend::Amx && outputs[0].weight.cols() % int(simd::kAmxCols) != 0)
+        backend = s.onednn_bf16 ? GemmBackend::OnednnBf16 : GemmBackend::Onednn;
+    const bool amx = backend == GemmBackend::Amx;
+    const bool bf16 = backend == GemmBackend::OnednnBf16 || amx;
     for (const MatmulOutput& o : outputs) {
         const Weight& w = o.weight;
         const size_t cols = size_t(w.cols());
@@ -110,10 +116,16 @@ void gemm_matmul(std::span<const MatmulOutput> outputs, const float* in, int n_t
             if (s.panels[size_t(t)].size() < panel) s.panels[size_t(t)].resize(panel);
             if (s.group_bytes[size_t(t)].size() < group) s.group_bytes[size_t(t)].resize(group);
             if (s.panels_bf16[size_t(t)].size() < panel_bf16) s.panels_bf16[size_t(t)].resize(panel_bf16);
+            if (!amx) continue;
+            const int rows = panel_rows(w.cols(), backend);
+            const size_t packed = simd::amx_packed_weight_elements(rows, cols), sums = simd::amx_acc_elements(rows, n_tokens);
+            if (s.panels_amx[size_t(t)].size() < packed) s.panels_amx[size_t(t)].resize(packed);
+            if (s.sums_amx[size_t(t)].size() < sums) s.sums_amx[size_t(t)].resize(sums);
         }
     }
-    const size_t act = size_t(n_tokens) * size_t(outputs[0].weight.cols());
+    const size_t cols = size_t(outputs[0].weight.cols()), act = size_t(n_tokens) * cols;
     if (bf16 && s.act_bf16.size() < act) s.act_bf16.resize(act);
+    if (amx && s.act_amx.size() < simd::amx_packed_act_elements(n_tokens, cols)) s.act_amx.resize(simd::amx_packed_act_elements(n_tokens, cols));
     s.chunks.clear();
     for (size_t j = 0; j < outputs.size(); ++j) {
         const Weight& w = outputs[j].weight;
@@ -126,6 +138,11 @@ void gemm_matmul(std::span<const MatmulOutput> outputs, const float* in, int n_t
     {
         const int me = omp_get_thread_num();
         if (bf16) activations_to_bf16(in, n_tokens, outputs[0].weight.cols(), s);
+        if (amx) {
+            // The rounded batch is complete only after the loop's barrier; then its tiles are packed.
+#pragma omp for schedule(static)
+            for (int b = 0; b < simd::amx_act_blocks(n_tokens); ++b) simd::amx_pack_act(s.act_bf16.data(), n_tokens, b, cols, s.act_amx.data());
+        }
         // The libraries size their own teams from omp_get_max_threads() unless they see an active
         // parallel region, and a team of one is not active: this task's setting keeps them on this
         // thread, so a panel's result is the same with one thread as with many. It ends with the region.
@@ -137,6 +154,14 @@ void gemm_matmul(std::span<const MatmulOutput> outputs, const float* in, int n_t
             const Weight& w = o.weight;
             const GemmShape shape{n_tokens, chunk.count, w.cols(), w.rows()};
             try {
+                if (amx) {
+                    const uint16_t* rows = bf16_panel(w, chunk.first, chunk.count, me, s);
+                    uint16_t* panel = s.panels_amx[size_t(me)].data();
+                    simd::amx_pack_weights(rows, size_t(w.cols()), chunk.count, size_t(w.cols()), panel);
+                    simd::amx_gemm_bf16(panel, chunk.count, s.act_amx.data(), n_tokens, size_t(w.cols()), s.sums_amx[size_t(me)].data(),
+                                        o.out + chunk.first, size_t(w.rows()));
+                    continue;
+                }
                 if (bf16) {
                     const uint16_t* panel = bf16_panel(w, chunk.first, chunk.count, me, s);
                     onednn_gemm_bf16(*s.onednn, me, shape, s.act_bf16.data(), panel, o.out + chunk.first);
@@ -224,7 +249,7 @@ int panel_rows(int cols, GemmBackend backend) {
         const size_t block = simd::q8_panel_bytes(size_t(simd::kQ8PanelRows), size_t(std::max(cols, 32)));
         return int(std::max<size_t>(1, kQ8PanelBytes / block)) * simd::kQ8PanelRows;
     }
-    const size_t value = backend == GemmBackend::OnednnBf16 ? sizeof(uint16_t) : sizeof(float);
+    const size_t value = backend == GemmBackend::OnednnBf16 || backend == GemmBackend::Amx ? sizeof(uint16_t) : sizeof(float);
     const size_t fit = kPanelBytes / (size_t(std::max(cols, 1)) * value);
     return int(std::max<size_t>(16, fit / 16 * 16));
 }
@@ -237,7 +262,9 @@ size_t gemm_scratch_bytes(const Model& model, int n_threads) {
     for (const int cols : {hp.n_embd, hp.n_ff, hp.q_dim()}) {
         const size_t c = size_t(cols);
         f32 = std::max(f32, size_t(panel_rows(cols)) * c * sizeof(float));
-        bf16 = std::max(bf16, size_t(panel_rows(cols, GemmBackend::OnednnBf16)) * c * sizeof(uint16_t) + kInterleave * c * sizeof(float));
+        // The amx backend packs the bf16 panel once more into tiles.
+        bf16 = std::max(bf16, size_t(panel_rows(cols, GemmBackend::OnednnBf16)) * c * sizeof(uint16_t) * (simd::amx_bf16_available() ? 2 : 1) +
+                                  kInterleave * c * sizeof(float));
         q8 = std::max(q8, simd::q8_panel_bytes(size_t(panel_rows(cols, GemmBackend::Int8)), c / 32 * 32));
     }
     return (f32 + bf16 + q8) * size_t(n_threads);
@@ -259,12 +286,18 @@ MatmulScratch::MatmulScratch(simd::KernelPath path, int n_threads, size_t widest
     if (gemm == GemmBackend::Int8 && simd::q8_gemm_kernel(path) == nullptr)
         throw Error("--gemm int8 needs AVX-512 VNNI (the avx512 kernel path); this run uses the " +
                     std::string(simd::kernel_path_name(path)) + " path");
+    if (gemm == GemmBackend::Amx && !gemm_runs_here(gemm, TensorType::F32, path, false))
+        throw Error("--gemm amx needs AMX tiles with bfloat16 products (Intel Xeon from Sapphire Rapids) and the avx512 kernel "
+                    "path; this run uses the " + std::string(simd::kernel_path_name(path)) + " path" +
+                    (simd::amx_bf16_available() ? "" : " on a CPU or OS without them"));
     // Auto may send prompt batches to oneDNN (choose_gemm, or a calibration that measured it fastest);
     // wherever the scratch has oneDNN, a prompt's attention runs on its float32 matmul too (session.cpp).
     if (gemm != GemmBackend::Openblas) onednn = make_onednn_gemm(n_threads);
     onednn_bf16 = onednn && onednn_has_bf16(*onednn);
     panels.resize(size_t(n_threads));
     panels_bf16.resize(size_t(n_threads));
+    panels_amx.resize(size_t(n_threads));
+    sums_amx.resize(size_t(n_threads));
     panels_q8.resize(size_t(n_threads));
     group_bytes.resize(size_t(n_threads));
 }
@@ -273,6 +306,7 @@ bool gemm_runs_here(GemmBackend backend, TensorType type, simd::KernelPath path,
     switch (backend) {
         case GemmBackend::Auto: return false;
         case GemmBackend::OnednnBf16: return bf16;
+        case GemmBackend::Amx: return path == simd::KernelPath::Avx512 && simd::amx_bf16_available();
         case GemmBackend::Int8: return simd::q8_gemm_supports(type) && simd::q8_gemm_kernel(path) != nullptr;
         default: return true;
     }
@@ -469,7 +503,7 @@ void matmul(std::span<const MatmulOutput> outputs, const float* in, int n_tokens
         else by_backend[int(b)].push_back(o);
     }
     if (!by_backend[int(GemmBackend::Int8)].empty()) int8_matmul(by_backend[int(GemmBackend::Int8)], in, n_tokens, s);
-    for (const GemmBackend b : {GemmBackend::Onednn, GemmBackend::OnednnBf16, GemmBackend::Openblas})
+    for (const GemmBackend b : {GemmBackend::Onednn, GemmBackend::OnednnBf16, GemmBackend::Amx, GemmBackend::Openblas})
         if (!by_backend[int(b)].empty()) gemm_matmul(by_backend[int(b)], in, n_tokens, b, s);
     if (!s.pending.empty()) native_matmul(s.pending, s);
 }

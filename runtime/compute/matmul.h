@@ -92,7 +92,10 @@ struct MatmulScratch {
     std::shared_ptr<const GemmTable> table;      // auto's measured choices; null: the rule in choose_gemm
     std::vector<std::vector<float>> panels;      // GEMM backends: dequantized weight rows per thread
     std::vector<std::vector<uint16_t>> panels_bf16;  // the bf16 backend: a panel rounded to bfloat16 per thread
-    std::vector<uint16_t> act_bf16;              // the bf16 backend: the batch rounded to bfloat16
+    std::vector<uint16_t> act_bf16;              // the bf16 backends: the batch rounded to bfloat16
+    std::vector<uint16_t> act_amx;               // the amx backend: the batch packed into tiles
+    std::vector<std::vector<uint16_t>> panels_amx;  // the amx backend: a panel packed into tiles per thread
+    std::vector<std::vector<float>> sums_amx;    // the amx backend: a panel's running sums per thread
     std::vector<std::vector<uint8_t>> panels_q8;  // the int8 backend: a repacked panel per thread
     std::vector<uint8_t> act_q8;                 // the int8 backend: the batch in 8-bit blocks (Q8x32)
     std::vector<std::vector<uint8_t>> group_bytes;  // GEMM backends: an interleaved group put back in order

@@ -52,7 +52,7 @@ CalibrationKey calibration_key_here() {
 
 std::vector<GemmBackend> calibration_candidates(TensorType type, simd::KernelPath path, bool bf16) {
     std::vector<GemmBackend> out;
-    for (const GemmBackend b : {GemmBackend::Native, GemmBackend::Int8, GemmBackend::OnednnBf16, GemmBackend::Onednn, GemmBackend::Openblas})
+    for (const GemmBackend b : {GemmBackend::Native, GemmBackend::Int8, GemmBackend::Amx, GemmBackend::OnednnBf16, GemmBackend::Onednn, GemmBackend::Openblas})
         if (gemm_runs_here(b, type, path, bf16)) out.push_back(b);
     return out;
 }
