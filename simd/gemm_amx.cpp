@@ -3,6 +3,7 @@
 #include "simd/gemm_amx.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -40,10 +41,16 @@ struct alignas(64) TileConfig {
     uint8_t rows[16] = {};
 };
 
-bool cpu_has_amx_bf16() {
+// CPUID leaf 7 EDX: bit 22 AMX-BF16, 24 AMX-TILE.
+bool cpu_has_amx(int feature_bit) {
     unsigned a = 0, b = 0, c = 0, d = 0;
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
-    return ((d >> 22) & 1) != 0 && ((d >> 24) & 1) != 0;  // AMX-BF16, AMX-TILE
+    return ((d >> feature_bit) & 1) != 0 && ((d >> 24) & 1) != 0;
+}
+
+bool amx_allowed() {
+    const char* v = std::getenv("RILL_AMX");
+    return v == nullptr || std::strcmp(v, "0") != 0;
 }
 
 // Linux keeps the 8 KiB tile state off until a process asks for it (ARCH_REQ_XCOMP_PERM for
@@ -71,9 +78,10 @@ void configure_tiles() {
 }  // namespace
 
 bool amx_bf16_available() {
-    static const bool available = cpu_has_amx_bf16() && os_grants_tiles();
+    static const bool available = amx_allowed() && cpu_has_amx(22) && os_grants_tiles();
     return available;
 }
+
 
 int amx_act_blocks(int n_tokens) { return (n_tokens + 31) / 32 * 2; }
 

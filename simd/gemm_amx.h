@@ -18,6 +18,7 @@ inline constexpr int kAmxRows = 32;
 
 // Whether this CPU has AMX tiles with bfloat16 products and the OS lets this process use them (on
 // Linux the tile state must be requested once per process, ARCH_REQ_XCOMP_PERM; asked once).
+// RILL_AMX=0 in the environment says no, to compare with the paths without tiles.
 bool amx_bf16_available();
 
 // 16-token blocks the packed batch of n_tokens holds: always even, so row blocks pair them.

@@ -105,3 +105,4 @@ TEST_CASE("a row's sums are the same bits whichever panel and batch it is comput
             CHECK(std::memcmp(&part[size_t(t) * size_t(n_rows - 16) + size_t(r - 16)], &whole[size_t(t) * size_t(n_rows) + size_t(r)], 4) == 0);
         }
 }
+

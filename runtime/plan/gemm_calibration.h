@@ -21,7 +21,7 @@ namespace rill {
 
 // Bumped whenever what is measured or how changes, or a backend's kernels change enough to move the
 // choice, so an old cache is measured again.
-inline constexpr int kGemmCalibrationVersion = 2;  // 2: the int8 GEMM takes Q4_K
+inline constexpr int kGemmCalibrationVersion = 3;  // 2: the int8 GEMM takes Q4_K; 3: the amx backend
 
 // What a cached calibration must match to be used.
 struct CalibrationKey {
