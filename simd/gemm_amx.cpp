@@ -16,10 +16,10 @@
 #include <immintrin.h>
 
 #if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,amx-tile,amx-bf16"))), apply_to = function)
+#pragma clang attribute push(__attribute__((target("avx2,avx512f,avx512bw,amx-tile,amx-bf16"))), apply_to = function)
 #else
 #pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,amx-tile,amx-bf16")
+#pragma GCC target("avx2,avx512f,avx512bw,amx-tile,amx-bf16")
 #endif
 
 namespace rill::simd {
@@ -134,6 +134,39 @@ size_t amx_acc_elements(int n_rows, int n_tokens) {
     return size_t((n_rows + kAmxRows - 1) / kAmxRows * 2) * size_t(amx_act_blocks(n_tokens)) * 256;
 }
 
+namespace {
+
+// f32_to_bf16 on sixteen lanes: add 0x7fff plus the lowest kept bit and keep the top half; a NaN keeps
+// its top half with the quiet bit set (the avx2 form in convert.cpp, widened).
+__m256i round_bf16(__m512 v) {
+    const __m512i x = _mm512_castps_si512(v);
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
+    const __m512i rounded = _mm512_add_epi32(x, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb));
+    const __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(x, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
+    const __m512i kept = _mm512_mask_or_epi32(rounded, nan, x, _mm512_set1_epi32(0x400000));
+    return _mm512_cvtepi32_epi16(_mm512_srli_epi32(kept, 16));
+}
+
+}  // namespace
+
+void amx_pack_weights_f32(const float* rows, int first, int n_rows, int panel_rows, size_t cols, uint16_t* out) {
+    const size_t n_k = cols / kAmxCols;
+    const int last = first + n_rows == panel_rows ? (panel_rows + kAmxRows - 1) / kAmxRows * kAmxRows : first + n_rows;
+    for (int r = first; r < last; ++r) {
+        uint16_t* dst = out + size_t(r / 16) * n_k * kTileElements + size_t(r % 16) * kAmxCols;
+        if (r >= first + n_rows) {
+            for (size_t k = 0; k < n_k; ++k) std::memset(dst + k * kTileElements, 0, kAmxCols * sizeof(uint16_t));
+            continue;
+        }
+        const float* row = rows + size_t(r - first) * cols;
+        for (size_t k = 0; k < n_k; ++k) {
+            const __m256i lo = round_bf16(_mm512_loadu_ps(row + k * kAmxCols));
+            const __m256i hi = round_bf16(_mm512_loadu_ps(row + k * kAmxCols + 16));
+            _mm512_storeu_si512(dst + k * kTileElements, _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
+        }
+    }
+}
+
 void amx_gemm_bf16(const uint16_t* panel, int n_rows, const uint16_t* packed, int n_tokens, size_t cols, float* acc, float* out,
                    size_t ldo) {
     const size_t n_k = cols / kAmxCols, slice_elements = n_k * kTileElements;
@@ -212,6 +245,7 @@ void amx_pack_act(const uint16_t*, int, int, size_t, uint16_t*) {}
 size_t amx_packed_weight_elements(int, size_t) { return 0; }
 void amx_pack_weights(const uint16_t*, size_t, int, size_t, uint16_t*) {}
 size_t amx_acc_elements(int, int) { return 0; }
+void amx_pack_weights_f32(const float*, int, int, int, size_t, uint16_t*) {}
 void amx_gemm_bf16(const uint16_t*, int, const uint16_t*, int, size_t, float*, float*, size_t) {}
 }  // namespace rill::simd
 

@@ -37,6 +37,12 @@ size_t amx_packed_weight_elements(int n_rows, size_t cols);
 // rows past n_rows up to the next 32 are zeros.
 void amx_pack_weights(const uint16_t* w, size_t ldw, int n_rows, size_t cols, uint16_t* out);
 
+// Rounds n_rows float32 rows (row i at rows + i * cols) to bfloat16 with f32_to_bf16's bits and writes
+// them straight into their tiles as rows first .. first + n_rows - 1 of a panel of panel_rows (the rows
+// up to the next 32 are zeroed with the last rows), so a dequantized panel is rounded and packed in one
+// pass. Needs AVX-512 (every AMX CPU has it).
+void amx_pack_weights_f32(const float* rows, int first, int n_rows, int panel_rows, size_t cols, uint16_t* out);
+
 // Floats the product's running sums take for a panel of n_rows against n_tokens.
 size_t amx_acc_elements(int n_rows, int n_tokens);
 // out[t * ldo + r] = (row r of the panel) · (token t), for r < n_rows, t < n_tokens, in float32 tile

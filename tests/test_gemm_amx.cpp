@@ -3,8 +3,10 @@
 // tiles, the cases that run the tiles are skipped with a line; the packing cases run everywhere.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "numeric.h"
@@ -106,3 +108,18 @@ TEST_CASE("a row's sums are the same bits whichever panel and batch it is comput
         }
 }
 
+
+TEST_CASE("float rows rounded into tiles give the same panel as rounding them first and packing, NaNs and padding included", "[amx]") {
+    if (!amx_here()) return;
+    const size_t cols = 96;
+    const int n_rows = 21;  // two row groups of 8 and a partial one, then 11 rows of padding
+    std::vector<float> rows = test::normal_floats(size_t(n_rows) * cols, 41);
+    rows[7] = std::numeric_limits<float>::quiet_NaN();
+    rows[8] = 1e-40f;        // subnormal: kept
+    rows[9] = 1.00390625f;   // halfway: to even
+    std::vector<uint16_t> expected(simd::amx_packed_weight_elements(n_rows, cols)), got(expected.size(), 0xffff);
+    simd::amx_pack_weights(bf16_of(rows).data(), cols, n_rows, cols, expected.data());
+    for (int r = 0; r < n_rows; r += 8)
+        simd::amx_pack_weights_f32(rows.data() + size_t(r) * cols, r, std::min(8, n_rows - r), n_rows, cols, got.data());
+    CHECK(got == expected);
+}

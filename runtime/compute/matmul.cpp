@@ -105,6 +105,27 @@ const uint16_t* bf16_panel(const Weight& w, int first, int count, int me, Matmul
     return out;
 }
 
+// Rows [first, first + count) of a weight packed into AMX tiles of bfloat16: dequantized a group of rows
+// at a time into the float32 buffer and rounded straight into their tiles. BF16 weights are only
+// packed.
+const uint16_t* amx_panel(const Weight& w, int first, int count, int me, MatmulScratch& s) {
+    const size_t cols = size_t(w.cols());
+    uint16_t* out = aligned64(s.panels_amx[size_t(me)]);
+    if (w.type() == TensorType::BF16) {
+        simd::amx_pack_weights(bf16_panel(w, first, count, me, s), cols, count, cols, out);
+        return out;
+    }
+    float* buf = s.panels[size_t(me)].data();
+    for (int r = first; r < first + count; r += int(kInterleave)) {
+        const int n = std::min(int(kInterleave), first + count - r);
+        const float* rows = buf;
+        if (w.type() == TensorType::F32) rows = reinterpret_cast<const float*>(w.row(r));
+        else dequantize_panel(w, r, n, buf, s.group_bytes[size_t(me)].data());
+        simd::amx_pack_weights_f32(rows, r - first, n, count, cols, out);
+    }
+    return out;
+}
+
 // The batch against each weight, a panel of rows at a time: a thread dequantizes the panel into its
 // scratch and multiplies the whole batch by it with the GEMM backend, on that thread alone.
 void gemm_matmul(std::span<const MatmulOutput> outputs, const float* in, int n_tokens, GemmBackend backend, MatmulScratch& s) {
@@ -167,9 +188,7 @@ void gemm_matmul(std::span<const MatmulOutput> outputs, const float* in, int n_t
             const GemmShape shape{n_tokens, chunk.count, w.cols(), w.rows()};
             try {
                 if (amx) {
-                    const uint16_t* rows = bf16_panel(w, chunk.first, chunk.count, me, s);
-                    uint16_t* panel = aligned64(s.panels_amx[size_t(me)]);
-                    simd::amx_pack_weights(rows, size_t(w.cols()), chunk.count, size_t(w.cols()), panel);
+                    const uint16_t* panel = amx_panel(w, chunk.first, chunk.count, me, s);
                     simd::amx_gemm_bf16(panel, chunk.count, aligned64(s.act_amx), n_tokens, size_t(w.cols()), aligned64(s.sums_amx[size_t(me)]),
                                         o.out + chunk.first, size_t(w.rows()));
                     continue;
