@@ -15,11 +15,14 @@
 #include <cpuid.h>
 #include <immintrin.h>
 
+#include "quant/block_layouts.h"
+#include "quant/interleave.h"
+
 #if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,avx512f,avx512bw,amx-tile,amx-bf16"))), apply_to = function)
+#pragma clang attribute push(__attribute__((target("avx2,f16c,avx512f,avx512bw,amx-tile,amx-bf16"))), apply_to = function)
 #else
 #pragma GCC push_options
-#pragma GCC target("avx2,avx512f,avx512bw,amx-tile,amx-bf16")
+#pragma GCC target("avx2,f16c,avx512f,avx512bw,amx-tile,amx-bf16")
 #endif
 
 namespace rill::simd {
@@ -167,6 +170,44 @@ void amx_pack_weights_f32(const float* rows, int first, int n_rows, int panel_ro
     }
 }
 
+bool amx_packs_groups(TensorType type) { return type == TensorType::Q4_0 || type == TensorType::Q8_0; }
+
+void amx_pack_group(TensorType type, const uint8_t* group, int first, int panel_rows, size_t cols, uint16_t* out) {
+    const bool q4 = type == TensorType::Q4_0;
+    const size_t block = q4 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0), payload = block - 2, n_k = cols / kAmxCols;
+    const __m128i low = _mm_set1_epi8(15);
+    const __m512i eight = _mm512_set1_epi32(8);
+    for (int i = 0; i < kInterleave; ++i) {
+        int lane = 0;  // where row i's scale sits among the group's eight
+        while (kInterleaveLanes[lane] != i) ++lane;
+        const int r = first + i;
+        uint16_t* dst = out + size_t(r / 16) * n_k * kTileElements + size_t(r % 16) * kAmxCols;
+        for (size_t b = 0; b < n_k; ++b) {
+            const uint8_t* blk = group + b * kInterleave * block;
+            uint16_t h;
+            std::memcpy(&h, blk + 2 * lane, 2);
+            const __m512 d = _mm512_set1_ps(_cvtsh_ss(h));
+            const uint8_t* q = blk + 2 * kInterleave + size_t(i) * payload;
+            __m512i lo, hi;  // columns 0-15 and 16-31 as integers: Q4_0's low then high nibbles less 8
+            if (q4) {
+                const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+                lo = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_and_si128(bytes, low)), eight);
+                hi = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(bytes, 4), low)), eight);
+            } else {
+                lo = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)));
+                hi = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16)));
+            }
+            const __m256i a = round_bf16(_mm512_mul_ps(_mm512_cvtepi32_ps(lo), d));
+            const __m256i c = round_bf16(_mm512_mul_ps(_mm512_cvtepi32_ps(hi), d));
+            _mm512_storeu_si512(dst + b * kTileElements, _mm512_inserti64x4(_mm512_castsi256_si512(a), c, 1));
+        }
+    }
+    if (first + kInterleave == panel_rows)  // the rows that pad the last block of 32
+        for (int r = panel_rows; r < (panel_rows + kAmxRows - 1) / kAmxRows * kAmxRows; ++r)
+            for (size_t k = 0; k < n_k; ++k)
+                std::memset(out + (size_t(r / 16) * n_k + k) * kTileElements + size_t(r % 16) * kAmxCols, 0, kAmxCols * sizeof(uint16_t));
+}
+
 void amx_gemm_bf16(const uint16_t* panel, int n_rows, const uint16_t* packed, int n_tokens, size_t cols, float* acc, float* out,
                    size_t ldo) {
     const size_t n_k = cols / kAmxCols, slice_elements = n_k * kTileElements;
@@ -246,6 +287,8 @@ size_t amx_packed_weight_elements(int, size_t) { return 0; }
 void amx_pack_weights(const uint16_t*, size_t, int, size_t, uint16_t*) {}
 size_t amx_acc_elements(int, int) { return 0; }
 void amx_pack_weights_f32(const float*, int, int, int, size_t, uint16_t*) {}
+bool amx_packs_groups(TensorType) { return false; }
+void amx_pack_group(TensorType, const uint8_t*, int, int, size_t, uint16_t*) {}
 void amx_gemm_bf16(const uint16_t*, int, const uint16_t*, int, size_t, float*, float*, size_t) {}
 }  // namespace rill::simd
 

@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "quant/tensor_type.h"
+
 namespace rill::simd {
 
 // Columns per tile row (64 bytes of bfloat16); the GEMM needs cols to be a multiple of this.
@@ -42,6 +44,13 @@ void amx_pack_weights(const uint16_t* w, size_t ldw, int n_rows, size_t cols, ui
 // up to the next 32 are zeroed with the last rows), so a dequantized panel is rounded and packed in one
 // pass. Needs AVX-512 (every AMX CPU has it).
 void amx_pack_weights_f32(const float* rows, int first, int n_rows, int panel_rows, size_t cols, uint16_t* out);
+
+// Q4_0 and Q8_0 rows in rill's interleaved groups (quant/interleave.h: eight rows' block scales, then
+// their payloads, block by block) dequantized, rounded and packed in one pass: rows first .. first + 7
+// of a panel of panel_rows, from the group at group (cols columns), the same bits as dequantizing with
+// the scalar reference and amx_pack_weights_f32. Needs AVX-512 and F16C.
+bool amx_packs_groups(TensorType type);
+void amx_pack_group(TensorType type, const uint8_t* group, int first, int panel_rows, size_t cols, uint16_t* out);
 
 // Floats the product's running sums take for a panel of n_rows against n_tokens.
 size_t amx_acc_elements(int n_rows, int n_tokens);

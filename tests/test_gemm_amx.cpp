@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "numeric.h"
+#include "random_weight.h"
 #include "quant/fp16.h"
 #include "simd/gemm_amx.h"
 
@@ -122,4 +123,21 @@ TEST_CASE("float rows rounded into tiles give the same panel as rounding them fi
     for (int r = 0; r < n_rows; r += 8)
         simd::amx_pack_weights_f32(rows.data() + size_t(r) * cols, r, std::min(8, n_rows - r), n_rows, cols, got.data());
     CHECK(got == expected);
+}
+
+TEST_CASE("interleaved Q4_0 and Q8_0 groups packed as they lie give the panel of their dequantized rows", "[amx]") {
+    if (!amx_here()) return;
+    const size_t cols = 128;
+    const int n_rows = 24;  // three groups of eight: the last one pads the panel to 32 rows
+    for (const TensorType type : {TensorType::Q4_0, TensorType::Q8_0}) {
+        INFO(traits(type).name);
+        const test::RandomWeight w(type, size_t(n_rows), cols, 500);  // its bytes already interleaved
+        REQUIRE(w.weight.interleaved);
+        const std::vector<uint8_t>& grouped = w.bytes;
+        const size_t row_stride = row_bytes(type, cols);
+        std::vector<uint16_t> expected(simd::amx_packed_weight_elements(n_rows, cols)), got(expected.size(), 0xffff);
+        simd::amx_pack_weights_f32(w.values.data(), 0, n_rows, n_rows, cols, expected.data());
+        for (int r = 0; r < n_rows; r += 8) simd::amx_pack_group(type, grouped.data() + size_t(r) * row_stride, r, n_rows, cols, got.data());
+        CHECK(got == expected);
+    }
 }

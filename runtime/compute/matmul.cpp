@@ -116,8 +116,15 @@ const uint16_t* amx_panel(const Weight& w, int first, int count, int me, MatmulS
         return out;
     }
     float* buf = s.panels[size_t(me)].data();
+    const int grouped = w.interleaved && simd::amx_packs_groups(w.type()) ? w.rows() / int(kInterleave) * int(kInterleave) : 0;
     for (int r = first; r < first + count; r += int(kInterleave)) {
         const int n = std::min(int(kInterleave), first + count - r);
+        // A whole interleaved Q4_0 or Q8_0 group is read as it lies: no putting it back in order, no
+        // float32 rows in between (both were a tenth of a Q4_0 prompt on the amx backend).
+        if (r + int(kInterleave) <= grouped && n == int(kInterleave) && r % int(kInterleave) == 0) {
+            simd::amx_pack_group(w.type(), w.tensor->data + size_t(r) * w.tensor->row_bytes(), r - first, count, cols, out);
+            continue;
+        }
         const float* rows = buf;
         if (w.type() == TensorType::F32) rows = reinterpret_cast<const float*>(w.row(r));
         else dequantize_panel(w, r, n, buf, s.group_bytes[size_t(me)].data());
