@@ -20,6 +20,7 @@
 #include "runtime/compute/attention_batch.h"
 #include "runtime/compute/attention_decode.h"
 #include "runtime/plan/bandwidth.h"
+#include "runtime/plan/gemm_calibration.h"
 #include "runtime/plan/json_field.h"
 #include "runtime/plan/probe_matrix.h"
 #include "runtime/base/error.h"
@@ -329,6 +330,8 @@ MachineProfile measure_machine(const std::function<void(const std::string&)>& st
     // Every type reads the same random bytes: the kernels' speed does not depend on the values, only
     // on their being ordinary numbers. Interleaved types are only told their rows are interleaved.
     constexpr int kCols = 4096;
+    std::vector<TensorType> calibrated_types;
+    for (const TensorTypeTraits& t : types) calibrated_types.push_back(t.type);
     // Enough rows for several panels even at the bf16 backend's 2 MiB of bfloat16 (512 rows of 2048),
     // so every thread gets work, as in a real model's matrices.
     constexpr size_t kGemmElements = size_t(4) << 20;
@@ -368,6 +371,11 @@ MachineProfile measure_machine(const std::function<void(const std::string&)>& st
                 rounds.add(p.prompt_attention_gflops[d][c], flops / prompt / 1e9);
             }
             MatmulScratch scratch(simd::default_kernel_path(), t, size_t(kCols), GemmBackend::Auto);
+            // The prompt probe runs the backend a session would: the calibrated choice where this
+            // machine's calibration is cached (nothing is measured for it here), the rule elsewhere.
+            // Without it a Xeon's profile timed the int8 GEMM for Q4_0 while sessions ran the amx
+            // backend, and the plan under-predicted pp512 by a third.
+            scratch.table = obtain_gemm_table(calibrated_types, t, gemm_calibration_path(), {}, false);
             say("decode step overhead" + with);
             {
                 // kCallProbes matrices spread over the stream, one product each in turn, as a layer's
