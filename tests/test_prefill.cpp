@@ -15,6 +15,7 @@
 #include "runtime/base/error.h"
 #include "runtime/session/session.h"
 #include "shared_data.h"
+#include "thread_invariance.h"
 
 using namespace rill;
 
@@ -113,16 +114,9 @@ TEST_CASE("each GEMM backend equals exact arithmetic on the dequantized weights 
 
 TEST_CASE("a GEMM batch gives bit-identical logits with 1 and 2 threads", "[prefill][threads]") {
     const auto model = load_model(test::shared_path("golden/synth-llama-A.Q4_K_M.gguf"));
-    std::vector<int32_t> prompt;
-    for (int i = 0; i < 40; ++i) prompt.push_back(int32_t((i * 37 + 11) % 512));
     for (const GemmBackend backend : kGemmBackends) {
         INFO(gemm_backend_name(backend));
-        Session one(*model, SessionOptions{.n_threads = 1, .gemm = backend});
-        Session two(*model, SessionOptions{.n_threads = 2, .gemm = backend});
-        const auto l1 = one.eval(prompt, true);
-        const std::vector<float> a(l1.begin(), l1.end());
-        const auto l2 = two.eval(prompt, true);
-        CHECK(std::memcmp(a.data(), l2.data(), a.size() * sizeof(float)) == 0);
+        CHECK(test::same_logits_at_1_and_2_threads(*model, test::spread_prompt(40), backend));
     }
 }
 

@@ -18,6 +18,7 @@
 #include "runtime/compute/matmul.h"
 #include "runtime/session/session.h"
 #include "shared_data.h"
+#include "thread_invariance.h"
 #include "simd/convert.h"
 
 using namespace rill;
@@ -85,16 +86,9 @@ TEST_CASE("auto leaves the bf16 backend alone where oneDNN has no bf16 matmul", 
 
 TEST_CASE("a bf16 GEMM batch gives bit-identical logits with 1 and 2 threads", "[prefill][bf16][threads]") {
     const auto model = load_model(test::shared_path("golden/synth-llama-A.Q4_K_M.gguf"));
-    std::vector<int32_t> prompt;
-    for (int i = 0; i < 80; ++i) prompt.push_back(int32_t((i * 37 + 11) % 512));
     for (const GemmBackend backend : bf16_backends_here()) {
         INFO(gemm_backend_name(backend));
-        Session one(*model, SessionOptions{.n_threads = 1, .gemm = backend});
-        Session two(*model, SessionOptions{.n_threads = 2, .gemm = backend});
-        const auto l1 = one.eval(prompt, true);
-        const std::vector<float> a(l1.begin(), l1.end());
-        const auto l2 = two.eval(prompt, true);
-        CHECK(std::memcmp(a.data(), l2.data(), a.size() * sizeof(float)) == 0);
+        CHECK(test::same_logits_at_1_and_2_threads(*model, test::spread_prompt(80), backend));
     }
 }
 

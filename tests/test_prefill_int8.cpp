@@ -16,6 +16,7 @@
 #include "runtime/compute/matmul.h"
 #include "runtime/session/session.h"
 #include "shared_data.h"
+#include "thread_invariance.h"
 
 using namespace rill;
 
@@ -116,14 +117,7 @@ TEST_CASE("a forced int8 backend sends the types it lacks to the native kernels 
 TEST_CASE("an int8 GEMM batch gives bit-identical logits with 1 and 2 threads", "[prefill][int8][threads]") {
     if (!int8_gemm_here()) return;
     const auto model = load_model(test::shared_path("golden/synth-llama-A.Q4_0.gguf"));
-    std::vector<int32_t> prompt;
-    for (int i = 0; i < 80; ++i) prompt.push_back(int32_t((i * 37 + 11) % 512));
-    Session one(*model, SessionOptions{.n_threads = 1, .gemm = GemmBackend::Int8});
-    Session two(*model, SessionOptions{.n_threads = 2, .gemm = GemmBackend::Int8});
-    const auto l1 = one.eval(prompt, true);
-    const std::vector<float> a(l1.begin(), l1.end());
-    const auto l2 = two.eval(prompt, true);
-    CHECK(std::memcmp(a.data(), l2.data(), a.size() * sizeof(float)) == 0);
+    CHECK(test::same_logits_at_1_and_2_threads(*model, test::spread_prompt(80), GemmBackend::Int8));
 }
 
 // 8-bit activations per 32-column block are llama.cpp's own accuracy class on these types, and the
