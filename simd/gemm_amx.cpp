@@ -44,11 +44,10 @@ struct alignas(64) TileConfig {
     uint8_t rows[16] = {};
 };
 
-// CPUID leaf 7 EDX: bit 22 AMX-BF16, 24 AMX-TILE.
-bool cpu_has_amx(int feature_bit) {
+bool cpu_has_amx_bf16() {
     unsigned a = 0, b = 0, c = 0, d = 0;
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
-    return ((d >> feature_bit) & 1) != 0 && ((d >> 24) & 1) != 0;
+    return ((d >> 22) & 1) != 0 && ((d >> 24) & 1) != 0;  // CPUID leaf 7 EDX: AMX-BF16, AMX-TILE
 }
 
 bool amx_allowed() {
@@ -67,6 +66,17 @@ bool os_grants_tiles() {
 #endif
 }
 
+// Where row r's 32 columns of column tile 0 sit in a packed panel; tile k follows kTileElements on.
+uint16_t* tile_row(uint16_t* panel, int r, size_t n_k) {
+    return panel + size_t(r / 16) * n_k * kTileElements + size_t(r % 16) * kAmxCols;
+}
+
+// Zeroes rows [from, up to the next whole block of 32) of a packed panel: the rows a short panel pads.
+void zero_padding(uint16_t* panel, int from, size_t n_k) {
+    for (int r = from; r < (from + kAmxRows - 1) / kAmxRows * kAmxRows; ++r)
+        for (size_t k = 0; k < n_k; ++k) std::memset(tile_row(panel, r, n_k) + k * kTileElements, 0, kAmxCols * sizeof(uint16_t));
+}
+
 // Tiles 0-3 accumulate a 32-row by 32-token block in float32, 4-5 hold two 16-row slices of the
 // weights, 6-7 two 16-token slices of the packed batch: every tile 16 rows of 64 bytes.
 void configure_tiles() {
@@ -81,10 +91,9 @@ void configure_tiles() {
 }  // namespace
 
 bool amx_bf16_available() {
-    static const bool available = amx_allowed() && cpu_has_amx(22) && os_grants_tiles();
+    static const bool available = amx_allowed() && cpu_has_amx_bf16() && os_grants_tiles();
     return available;
 }
-
 
 int amx_act_blocks(int n_tokens) { return (n_tokens + 31) / 32 * 2; }
 
@@ -119,18 +128,12 @@ size_t amx_packed_weight_elements(int n_rows, size_t cols) {
 
 void amx_pack_weights(const uint16_t* w, size_t ldw, int n_rows, size_t cols, uint16_t* out) {
     const size_t n_k = cols / kAmxCols;
-    const int slices = (n_rows + kAmxRows - 1) / kAmxRows * 2;
-    for (int s = 0; s < slices; ++s)
-        for (int m = 0; m < 16; ++m) {
-            const int r = s * 16 + m;
-            uint16_t* dst = out + size_t(s) * n_k * kTileElements + size_t(m) * kAmxCols;
-            if (r >= n_rows) {
-                for (size_t k = 0; k < n_k; ++k) std::memset(dst + k * kTileElements, 0, kAmxCols * sizeof(uint16_t));
-                continue;
-            }
-            const uint16_t* row = w + size_t(r) * ldw;
-            for (size_t k = 0; k < n_k; ++k) std::memcpy(dst + k * kTileElements, row + k * kAmxCols, kAmxCols * sizeof(uint16_t));
-        }
+    for (int r = 0; r < n_rows; ++r) {
+        uint16_t* dst = tile_row(out, r, n_k);
+        const uint16_t* row = w + size_t(r) * ldw;
+        for (size_t k = 0; k < n_k; ++k) std::memcpy(dst + k * kTileElements, row + k * kAmxCols, kAmxCols * sizeof(uint16_t));
+    }
+    zero_padding(out, n_rows, n_k);
 }
 
 size_t amx_acc_elements(int n_rows, int n_tokens) {
@@ -154,13 +157,8 @@ __m256i round_bf16(__m512 v) {
 
 void amx_pack_weights_f32(const float* rows, int first, int n_rows, int panel_rows, size_t cols, uint16_t* out) {
     const size_t n_k = cols / kAmxCols;
-    const int last = first + n_rows == panel_rows ? (panel_rows + kAmxRows - 1) / kAmxRows * kAmxRows : first + n_rows;
-    for (int r = first; r < last; ++r) {
-        uint16_t* dst = out + size_t(r / 16) * n_k * kTileElements + size_t(r % 16) * kAmxCols;
-        if (r >= first + n_rows) {
-            for (size_t k = 0; k < n_k; ++k) std::memset(dst + k * kTileElements, 0, kAmxCols * sizeof(uint16_t));
-            continue;
-        }
+    for (int r = first; r < first + n_rows; ++r) {
+        uint16_t* dst = tile_row(out, r, n_k);
         const float* row = rows + size_t(r - first) * cols;
         for (size_t k = 0; k < n_k; ++k) {
             const __m256i lo = round_bf16(_mm512_loadu_ps(row + k * kAmxCols));
@@ -168,6 +166,7 @@ void amx_pack_weights_f32(const float* rows, int first, int n_rows, int panel_ro
             _mm512_storeu_si512(dst + k * kTileElements, _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
         }
     }
+    if (first + n_rows == panel_rows) zero_padding(out, panel_rows, n_k);
 }
 
 bool amx_packs_groups(TensorType type) { return type == TensorType::Q4_0 || type == TensorType::Q8_0; }
@@ -181,7 +180,7 @@ void amx_pack_group(TensorType type, const uint8_t* group, int first, int panel_
         int lane = 0;  // where row i's scale sits among the group's eight
         while (kInterleaveLanes[lane] != i) ++lane;
         const int r = first + i;
-        uint16_t* dst = out + size_t(r / 16) * n_k * kTileElements + size_t(r % 16) * kAmxCols;
+        uint16_t* dst = tile_row(out, r, n_k);
         for (size_t b = 0; b < n_k; ++b) {
             const uint8_t* blk = group + b * kInterleave * block;
             uint16_t h;
@@ -202,10 +201,7 @@ void amx_pack_group(TensorType type, const uint8_t* group, int first, int panel_
             _mm512_storeu_si512(dst + b * kTileElements, _mm512_inserti64x4(_mm512_castsi256_si512(a), c, 1));
         }
     }
-    if (first + kInterleave == panel_rows)  // the rows that pad the last block of 32
-        for (int r = panel_rows; r < (panel_rows + kAmxRows - 1) / kAmxRows * kAmxRows; ++r)
-            for (size_t k = 0; k < n_k; ++k)
-                std::memset(out + (size_t(r / 16) * n_k + k) * kTileElements + size_t(r % 16) * kAmxCols, 0, kAmxCols * sizeof(uint16_t));
+    if (first + kInterleave == panel_rows) zero_padding(out, panel_rows, n_k);
 }
 
 void amx_gemm_bf16(const uint16_t* panel, int n_rows, const uint16_t* packed, int n_tokens, size_t cols, float* acc, float* out,

@@ -1,10 +1,11 @@
 // A prompt-side GEMM on Intel's AMX tiles in bfloat16 (Sapphire Rapids and later Xeons): weight rows
-// already rounded to bfloat16 are loaded as tiles straight from their panel, the batch is packed once
-// per call into the tiles' pair-interleaved layout, and each output is one float32 sum over the
-// columns in order, so it does not depend on the panel, the batch size or the thread that computes it.
-// The same accuracy class as oneDNN's bf16 matmul (bfloat16 inputs, float32 sums); it exists because
-// oneDNN 2.6 reaches a fifth of the tiles' rate on these shapes (Xeon, family 6 model 207: 549
-// GFLOP/s per core against 2,479 for the bare instruction), mostly re-packing the weights per call.
+// are rounded to bfloat16 straight into 1 KiB tiles (from float32 rows, or from interleaved Q4_0/Q8_0
+// groups as they lie), the batch is packed once per call into the tiles' pair-interleaved layout, and
+// each output is one float32 sum over the columns in order, so it does not depend on the panel, the
+// batch size or the thread that computes it. The same accuracy class as oneDNN's bf16 matmul
+// (bfloat16 inputs, float32 sums); it exists because oneDNN 2.6 ran most of rill's panel shapes on its
+// AVX-512 gemm:jit rather than AMX (Xeon, family 6 model 207), and where oneDNN does pick AMX this
+// kernel is level with it.
 #pragma once
 #include <cstddef>
 #include <cstdint>

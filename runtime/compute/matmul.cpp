@@ -148,7 +148,8 @@ void gemm_matmul(std::span<const MatmulOutput> outputs, const float* in, int n_t
         // bf16 panels are dequantized kInterleave rows at a time through the float scratch.
         const size_t panel = bf16 ? kInterleave * cols : size_t(panel_rows(w.cols())) * cols;
         const size_t group = kInterleave * w.tensor->row_bytes();
-        const size_t panel_bf16 = bf16 ? size_t(panel_rows(w.cols(), backend)) * cols : 0;
+        // The amx backend needs a bfloat16 panel only to pack BF16 weights from.
+        const size_t panel_bf16 = bf16 && (!amx || w.type() == TensorType::BF16) ? size_t(panel_rows(w.cols(), backend)) * cols : 0;
         // Grown to the widest weight seen; panels fill lazily, so a session that only decodes never
         // pays for them.
         for (int t = 0; t < s.n_threads; ++t) {
@@ -300,7 +301,7 @@ size_t gemm_scratch_bytes(const Model& model, int n_threads) {
     for (const int cols : {hp.n_embd, hp.n_ff, hp.q_dim()}) {
         const size_t c = size_t(cols);
         f32 = std::max(f32, size_t(panel_rows(cols)) * c * sizeof(float));
-        // The amx backend packs the bf16 panel once more into tiles.
+        // Where the amx backend runs, its tiles may stand beside a bfloat16 panel (BF16 weights).
         bf16 = std::max(bf16, size_t(panel_rows(cols, GemmBackend::OnednnBf16)) * c * sizeof(uint16_t) * (simd::amx_bf16_available() ? 2 : 1) +
                                   kInterleave * c * sizeof(float));
         q8 = std::max(q8, simd::q8_panel_bytes(size_t(panel_rows(cols, GemmBackend::Int8)), c / 32 * 32));
