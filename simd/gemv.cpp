@@ -113,7 +113,9 @@ size_t act_bytes(ActFormat format, size_t n) {
     return 0;
 }
 
-DotRowsFn GemvKernels::dot_rows(TensorType type) const {
+DotRowsFn GemvKernels::dot_rows(TensorType type, bool ahead) const {
+    if (ahead && type == TensorType::F16 && f16_ahead) return f16_ahead;
+    if (ahead && type == TensorType::BF16 && bf16_ahead) return bf16_ahead;
     switch (type) {
         case TensorType::F32: return f32;
         case TensorType::F16: return f16;

@@ -71,8 +71,16 @@ struct GemvKernels {
     WeightedSumFn weighted_sum_f32, weighted_sum_f16, weighted_sum_bf16, weighted_sum_q8_0, weighted_sum_q4_0;
     DotHeadsFn dot_heads_f32, dot_heads_f16, dot_heads_bf16;
     WeightedSumHeadsFn weighted_sum_heads_f32, weighted_sum_heads_f16, weighted_sum_heads_bf16;
+    // F16 and BF16 rows that also ask for the weights kPrefetchAhead bytes ahead of the ones being
+    // multiplied: the same bits as f16 and bf16. Which form streams faster is the CPU's: on an Intel Xeon
+    // (family 6 model 207) asking ahead decoded tinyllama F16 1.5x as fast, on an AMD Zen 4 (family 25
+    // model 17) half as fast; a calibration measures it (GemmCalibration::rows_ahead). Null on paths
+    // with one form.
+    DotRowsFn f16_ahead = nullptr, bf16_ahead = nullptr;
 
-    DotRowsFn dot_rows(TensorType type) const;
+    // `ahead`: the form that asks ahead, where the type has one.
+    DotRowsFn dot_rows(TensorType type, bool ahead = false) const;
+    bool has_rows_ahead(TensorType type) const { return dot_rows(type, true) != dot_rows(type, false); }
     // For the types quant/interleave.h can regroup, else nullptr.
     DotGroupsFn dot_groups(TensorType type) const;
     // For the KV cache's types (see weighted_sum_f32 and friends), else nullptr.

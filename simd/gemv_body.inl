@@ -875,9 +875,11 @@ static void weighted_sum_heads(const uint8_t* rows, size_t row_stride, size_t n_
 
 #if defined(RILL_LANES_AVX512)
 #include "gemv_float_avx512.inl"
-#define RILL_DOT_ROW_F16 dot_row_half_512<load16_f16, scalar_f16>
-#define RILL_DOT_ROW_BF16 dot_row_half_512<load16_bf16, scalar_bf16>
+#define RILL_DOT_ROW_F16 dot_row_half_512<load16_f16, scalar_f16, false>
+#define RILL_DOT_ROW_BF16 dot_row_half_512<load16_bf16, scalar_bf16, false>
+#define RILL_DOT_ROWS_AHEAD dot_rows<dot_row_half_512<load16_f16, scalar_f16, true>>, dot_rows<dot_row_half_512<load16_bf16, scalar_bf16, true>>
 #else
+#define RILL_DOT_ROWS_AHEAD nullptr, nullptr
 #define RILL_DOT_ROW_F16 dot_row_float<2, load_f16, scalar_f16>
 #define RILL_DOT_ROW_BF16 dot_row_float<2, load_bf16, scalar_bf16>
 #endif
@@ -929,4 +931,5 @@ static const GemvKernels kKernels = {
     weighted_sum_heads<4, load_f32_bytes>,
     weighted_sum_heads<2, load_f16>,
     weighted_sum_heads<2, load_bf16>,
+    RILL_DOT_ROWS_AHEAD,
 };

@@ -1,11 +1,12 @@
 // F16 and BF16 rows on 512-bit registers, for the Avx512 path (included by gemv_body.inl there): sixteen
-// weights widened and multiplied per instruction instead of eight. Rows are read one at a time, asking
-// for the weights kPrefetchAhead ahead as the integer kernels do: on an Intel Xeon (family 6 model 207,
-// 2 threads, tinyllama F16 tg64, 3 alternating pairs) that decoded 9.2-10.1 t/s against 5.5-6.8 without
-// (94-101% of the probed read bandwidth against 64-68%); the Zen 5 this form was written on streamed F16
-// at the read loop's rate without it, and the 256-bit form (see dot_row_float) keeps none. Four accumulators of sixteen
-// lanes sum in a different order from the 256-bit form's four of eight, so a row's value differs from
-// the avx2 path's in the last bits; on any one path it is fixed.
+// weights widened and multiplied per instruction instead of eight. Two forms, the same arithmetic: a
+// plain forward stream per row, and one that asks for the weights kPrefetchAhead ahead as the integer
+// kernels do. Neither is right everywhere (tinyllama F16 tg64, 2 threads, alternating runs): on an
+// Intel Xeon (family 6 model 207) asking ahead decoded 9.2-10.1 t/s against 5.5-6.8 plain; on an AMD
+// Zen 4 (family 25 model 17) 11.5-11.7 against 20.9-21.3; a Zen 5 streamed at the read loop's rate
+// plain. So the calibration times both (GemmCalibration::rows_ahead) and a session runs its choice.
+// Four accumulators of sixteen lanes sum in a different order from the 256-bit form's four of eight,
+// so a row's value differs from the avx2 path's in the last bits; on any one path it is fixed.
 
 static inline __m512 load16_f16(const uint8_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
 static inline __m512 load16_bf16(const uint8_t* p) {
@@ -13,13 +14,13 @@ static inline __m512 load16_bf16(const uint8_t* p) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
 }
 
-template <__m512 (*Load16)(const uint8_t*), float (*Scalar)(const uint8_t*)>
+template <__m512 (*Load16)(const uint8_t*), float (*Scalar)(const uint8_t*), bool kAhead>
 static float dot_row_half_512(const uint8_t* w, size_t n, const uint8_t* act) {
     const float* x = reinterpret_cast<const float*>(act);
     __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
     size_t i = 0;
     for (; i + 64 <= n; i += 64) {
-        prefetch_ahead(w + 2 * i, 128);
+        if constexpr (kAhead) prefetch_ahead(w + 2 * i, 128);
         for (int k = 0; k < 4; ++k) acc[k] = _mm512_fmadd_ps(Load16(w + 2 * (i + 16 * size_t(k))), _mm512_loadu_ps(x + i + 16 * size_t(k)), acc[k]);
     }
     for (; i + 16 <= n; i += 16) acc[0] = _mm512_fmadd_ps(Load16(w + 2 * i), _mm512_loadu_ps(x + i), acc[0]);

@@ -77,6 +77,15 @@ TEST_CASE("calibrating a type keeps, at every batch size, one of the backends it
     }
 }
 
+TEST_CASE("calibrating F16 decides which form of the decode rows streams it, and Q8_0 has no such choice", "[calibration]") {
+    const simd::KernelPath path = simd::default_kernel_path();
+    if (path == simd::KernelPath::Reference) return;
+    CHECK_FALSE(calibrate_gemm_type(TensorType::Q8_0, path, 1, 64, 256).rows_ahead);
+    // Either answer is a measurement; where the path has one form there is nothing to choose.
+    const GemmCalibration f16 = calibrate_gemm_type(TensorType::F16, path, 1, 64, 256);
+    if (!simd::gemv_kernels(path).has_rows_ahead(TensorType::F16)) CHECK_FALSE(f16.rows_ahead);
+}
+
 TEST_CASE("a calibration survives a round trip through its JSON", "[calibration]") {
     GemmCalibrationCache cache{calibration_key_here(), {table_of(TensorType::Q4_0, {B::Native, B::Int8, B::Int8, B::Int8, B::Int8})}};
     const GemmCalibrationCache back = calibration_from_json(to_json(cache));
@@ -84,6 +93,9 @@ TEST_CASE("a calibration survives a round trip through its JSON", "[calibration]
     REQUIRE(back.tables.size() == 1);
     CHECK(back.tables[0].n_threads == 2);
     CHECK(back.tables[0].choice(TensorType::Q4_0, 100) == B::Int8);
+    CHECK_FALSE(back.tables[0].types[0].rows_ahead);
+    cache.tables[0].types[0].rows_ahead = true;
+    CHECK(calibration_from_json(to_json(cache)).tables[0].types[0].rows_ahead);
     CHECK_THROWS_WITH(calibration_from_json(nlohmann::json::object()), Catch::Contains("'version'"));
     nlohmann::json bad = to_json(cache);
     bad["tables"][0]["types"][0]["best"][1] = "cublas";

@@ -245,6 +245,26 @@ TEST_CASE("a row's result does not depend on how many rows one call covers", "[k
     }
 }
 
+TEST_CASE("the F16 and BF16 rows that ask for weights ahead give the plain rows' bits on every path", "[kernels]") {
+    const size_t cols = 4096 + 48, rows = 5;  // long enough to ask ahead, with a tail past the last 64
+    for (const simd::KernelPath path : integer_paths()) {
+        const simd::GemvKernels& kernels = simd::gemv_kernels(path);
+        for (const TensorType type : {TensorType::F16, TensorType::BF16}) {
+            const size_t stride = row_bytes(type, cols);
+            std::vector<uint8_t> weights(stride * rows);
+            for (size_t r = 0; r < rows; ++r) quantize_row(type, test::normal_floats(cols, uint32_t(r + 3)).data(), weights.data() + r * stride, cols);
+            const auto x = test::normal_floats(cols, 4);
+            std::vector<float> plain(rows), ahead(rows);
+            kernels.dot_rows(type, false)(weights.data(), stride, rows, cols, reinterpret_cast<const uint8_t*>(x.data()), plain.data());
+            kernels.dot_rows(type, true)(weights.data(), stride, rows, cols, reinterpret_cast<const uint8_t*>(x.data()), ahead.data());
+            CHECK(std::memcmp(plain.data(), ahead.data(), rows * sizeof(float)) == 0);
+        }
+        // The Avx512 path is the one with two forms (gemv_float_avx512.inl).
+        CHECK(kernels.has_rows_ahead(TensorType::F16) == (path == simd::KernelPath::Avx512));
+        CHECK_FALSE(kernels.has_rows_ahead(TensorType::Q4_0));
+    }
+}
+
 TEST_CASE("interleaving rows and reading one back restores it byte for byte", "[kernels][interleave]") {
     for (const TensorType type : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K, TensorType::MXFP4}) {
         INFO(traits(type).name);

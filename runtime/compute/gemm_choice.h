@@ -18,6 +18,9 @@ struct GemmCalibration {
     std::array<GemmBackend, kCalibrationBatches.size()> best;  // per batch size
     std::array<double, kCalibrationBatches.size()> gflops;     // the winner's rate there
     std::array<int, kCalibrationBatches.size()> candidates;    // how many backends were timed there
+    // Decode: the row kernel that asks for weights ahead (simd::GemvKernels::f16_ahead) streamed the
+    // type faster from memory here; false where the type has one form.
+    bool rows_ahead = false;
 };
 
 struct GemmTable {

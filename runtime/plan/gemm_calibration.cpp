@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -40,6 +41,33 @@ TensorType type_named(const std::string& name) {
     for (const TensorTypeTraits& t : all_tensor_types())
         if (t.name == name) return t.type;
     throw Error("calibration: unknown weight type \"" + name + "\"");
+}
+
+// Decode streams each weight once from memory, so the two row forms are timed on a matrix twice the
+// last-level cache (at least 256 MiB), alternating, each keeping its best of kRounds: a product is
+// tens of milliseconds, and the two forms differed by 1.5-2x where they differed at all.
+bool rows_ahead_streams_faster(TensorType type, simd::KernelPath path, int n_threads) {
+    constexpr int kCols = 4096, kRounds = 4;
+    const size_t bytes = std::max<size_t>(size_t(256) << 20, 2 * describe_machine().last_level_cache_bytes());
+    const size_t stride = row_bytes(type, kCols);
+    std::vector<uint8_t> stream(bytes / stride * stride);
+    fill_weights(stream, 29);
+    const TestMatrix m = make_matrix(type, stream, int(stream.size() / stride), kCols);
+    std::vector<float> in(kCols), out(size_t(m.weight.rows()));
+    uint64_t seed = 7;
+    for (float& x : in) x = float(int64_t(splitmix(seed) % 2001) - 1000) * 1e-3f;
+    std::array<double, 2> seconds = {1e30, 1e30};
+    std::array<MatmulScratch, 2> scratch;
+    for (int ahead = 0; ahead < 2; ++ahead) {
+        scratch[size_t(ahead)] = MatmulScratch(path, n_threads, kCols, GemmBackend::Native);
+        GemmTable only{n_threads, {}};
+        only.types.push_back(GemmCalibration{type, {}, {}, {}, ahead == 1});
+        scratch[size_t(ahead)].table = std::make_shared<const GemmTable>(std::move(only));
+    }
+    for (int round = 0; round < kRounds; ++round)
+        for (size_t k = 0; k < 2; ++k)
+            seconds[k] = std::min(seconds[k], best_seconds(1, round == 0, [&] { matmul(m.weight, in.data(), out.data(), 1, scratch[k]); }));
+    return seconds[1] < seconds[0];
 }
 
 }  // namespace
@@ -89,6 +117,7 @@ GemmCalibration calibrate_gemm_type(TensorType type, simd::KernelPath path, int 
         c.candidates[i] = int(candidates.size());
         c.gflops[i] = 2.0 * double(rows) * double(cols) * double(n) / seconds[best] / 1e9;
     }
+    if (path != simd::KernelPath::Reference && simd::gemv_kernels(path).has_rows_ahead(type)) c.rows_ahead = rows_ahead_streams_faster(type, path, n_threads);
     return c;
 }
 
@@ -113,7 +142,8 @@ json to_json(const GemmCalibrationCache& cache) {
         for (const GemmCalibration& c : t.types) {
             json best = json::array();
             for (const GemmBackend b : c.best) best.push_back(std::string(gemm_backend_name(b)));
-            types.push_back({{"type", std::string(traits(c.type).name)}, {"best", best}, {"gflops", c.gflops}, {"candidates", c.candidates}});
+            types.push_back({{"type", std::string(traits(c.type).name)}, {"best", best}, {"gflops", c.gflops}, {"candidates", c.candidates},
+                             {"rows_ahead", c.rows_ahead}});
         }
         tables.push_back({{"n_threads", t.n_threads}, {"types", types}});
     }
@@ -147,6 +177,7 @@ GemmCalibrationCache calibration_from_json(const json& j) {
                 c.gflops[i] = gflops[i];
                 c.candidates[i] = candidates[i];
             }
+            c.rows_ahead = field<bool>(e, "rows_ahead");
             table.types.push_back(c);
         }
         cache.tables.push_back(std::move(table));

@@ -1,6 +1,7 @@
 // Auto's prompt backends, measured rather than assumed: per weight type, every backend that can run it
 // here is timed at each of kCalibrationBatches on a 2048-square matrix at the prompt's thread count,
-// and the fastest is kept (runtime/compute/gemm_choice.h). A model's types are measured on first use
+// and the fastest is kept (runtime/compute/gemm_choice.h); for F16 and BF16 also which form of the
+// decode kernel streams faster. A model's types are measured on first use
 // (about a third of a second each) and cached beside the machine profile; the cache is measured again
 // when the CPU, the kernel path, oneDNN's or OpenBLAS's version, or this measurement changes.
 #pragma once
@@ -21,7 +22,8 @@ namespace rill {
 
 // Bumped whenever what is measured or how changes, or a backend's kernels change enough to move the
 // choice, so an old cache is measured again.
-inline constexpr int kGemmCalibrationVersion = 3;  // 2: the int8 GEMM takes Q4_K; 3: the amx backend
+// 2: the int8 GEMM takes Q4_K; 3: the amx backend; 4: decode's F16/BF16 row form (rows_ahead)
+inline constexpr int kGemmCalibrationVersion = 4;
 
 // What a cached calibration must match to be used.
 struct CalibrationKey {
@@ -41,7 +43,9 @@ struct GemmCalibrationCache {
 
 // The backends auto may choose from for a type on this path (bf16: oneDNN has a real bf16 matmul here).
 std::vector<GemmBackend> calibration_candidates(TensorType type, simd::KernelPath path, bool bf16);
-// Times every candidate at every calibrated batch size; rows × cols is the probe matrix.
+// Times every candidate at every calibrated batch size; rows × cols is the probe matrix. Where the
+// type's decode kernel has two forms, times both streaming a matrix far larger than the last-level
+// cache (GemmCalibration::rows_ahead).
 GemmCalibration calibrate_gemm_type(TensorType type, simd::KernelPath path, int n_threads, int rows = 2048, int cols = 2048);
 
 // The weight types a model's matrix products read (what the prompt multiplies).
