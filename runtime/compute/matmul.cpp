@@ -479,7 +479,8 @@ void native_matmul(std::span<const MatmulTask> tasks, MatmulScratch& s) {
             const uint8_t* act = s.act[size_t(f)].data() + s.inputs[s.task_input[chunk.output]].offset[f];
             const int n_tokens = task.n_tokens;
             const simd::DotGroupsFn dot_groups = chunk.grouped ? kernels.dot_groups(w.type()) : nullptr;
-            const GemmCalibration* measured = s.table ? s.table->find(w.type()) : nullptr;
+            // Row kernels only: the calibrated form where the type has two (grouped types have one).
+            const GemmCalibration* measured = !chunk.grouped && s.table ? s.table->find(w.type()) : nullptr;
             const simd::DotRowsFn dot_rows = chunk.grouped ? nullptr : kernels.dot_rows(w.type(), measured && measured->rows_ahead);
             const simd::DotGroupsPairFn dot_pair = chunk.grouped ? kernels.dot_groups_pair(w.type()) : nullptr;
             const simd::DotGroupsPairFn dot_quad = chunk.grouped ? kernels.dot_groups_quad(w.type()) : nullptr;

@@ -43,6 +43,13 @@ TensorType type_named(const std::string& name) {
     throw Error("calibration: unknown weight type \"" + name + "\"");
 }
 
+// Activations in [-1, 1] in steps of a thousandth.
+std::vector<float> random_inputs(size_t n, uint64_t seed) {
+    std::vector<float> in(n);
+    for (float& x : in) x = float(int64_t(splitmix(seed) % 2001) - 1000) * 1e-3f;
+    return in;
+}
+
 // Decode streams each weight once from memory, so the two row forms are timed on a matrix twice the
 // last-level cache (at least 256 MiB), alternating, each keeping its best of kRounds: a product is
 // tens of milliseconds, and the two forms differed by 1.5-2x where they differed at all.
@@ -53,9 +60,8 @@ bool rows_ahead_streams_faster(TensorType type, simd::KernelPath path, int n_thr
     std::vector<uint8_t> stream(bytes / stride * stride);
     fill_weights(stream, 29);
     const TestMatrix m = make_matrix(type, stream, int(stream.size() / stride), kCols);
-    std::vector<float> in(kCols), out(size_t(m.weight.rows()));
-    uint64_t seed = 7;
-    for (float& x : in) x = float(int64_t(splitmix(seed) % 2001) - 1000) * 1e-3f;
+    const std::vector<float> in = random_inputs(kCols, 7);
+    std::vector<float> out(size_t(m.weight.rows()));
     std::array<double, 2> seconds = {1e30, 1e30};
     std::array<MatmulScratch, 2> scratch;
     for (int ahead = 0; ahead < 2; ++ahead) {
@@ -90,9 +96,8 @@ GemmCalibration calibrate_gemm_type(TensorType type, simd::KernelPath path, int 
     fill_weights(bytes, 23);
     const TestMatrix m = make_matrix(type, bytes, rows, cols);
     const int widest = kCalibrationBatches.back();
-    std::vector<float> in(size_t(widest) * size_t(cols)), out(size_t(widest) * size_t(rows));
-    uint64_t seed = 5;
-    for (float& x : in) x = float(int64_t(splitmix(seed) % 2001) - 1000) * 1e-3f;
+    const std::vector<float> in = random_inputs(size_t(widest) * size_t(cols), 5);
+    std::vector<float> out(size_t(widest) * size_t(rows));
     GemmCalibration c{type, {}, {}, {}};
     const std::vector<GemmBackend> candidates = calibration_candidates(type, path, has_bf16_matmul());
     std::vector<MatmulScratch> scratch;
