@@ -33,6 +33,26 @@ void restore_payload(uint8_t* block, const uint8_t* payload, size_t block_bytes,
     std::memcpy(block + after, payload + f.first_offset, block_bytes - after);
 }
 
+// Q4_K's eight payloads (12 scale bytes, 128 quant bytes each) are laid out as all eight rows'
+// scales, then the quants in 8-byte pieces, piece c of rows 0..7 side by side: one 64-byte load
+// then holds the same sixteen weights of every row, so one broadcast activation and one scale step
+// serve eight rows (simd/gemv_q4_k_avx512.inl). Offset of row r's piece c within the group payload:
+constexpr size_t kQ4KScaleBytes = 12, kQ4KPiece = 8;
+size_t q4_k_piece(size_t r, size_t c) { return kInterleave * kQ4KScaleBytes + kInterleave * kQ4KPiece * c + kQ4KPiece * r; }
+// `rows` holds the eight payloads one after another; `out` gets the layout above.
+void spread_q4_k(const uint8_t* rows, uint8_t* out) {
+    for (size_t r = 0; r < kInterleave; ++r) {
+        const uint8_t* row = rows + r * (kQ4KScaleBytes + 128);
+        std::memcpy(out + r * kQ4KScaleBytes, row, kQ4KScaleBytes);
+        for (size_t c = 0; c < 128 / kQ4KPiece; ++c) std::memcpy(out + q4_k_piece(r, c), row + kQ4KScaleBytes + kQ4KPiece * c, kQ4KPiece);
+    }
+}
+// Row r's payload back from the layout above.
+void gather_q4_k(const uint8_t* group, size_t r, uint8_t* row) {
+    std::memcpy(row, group + r * kQ4KScaleBytes, kQ4KScaleBytes);
+    for (size_t c = 0; c < 128 / kQ4KPiece; ++c) std::memcpy(row + kQ4KScaleBytes + kQ4KPiece * c, group + q4_k_piece(r, c), kQ4KPiece);
+}
+
 }  // namespace
 
 bool can_interleave(TensorType type) {
@@ -44,7 +64,7 @@ void interleave_rows(TensorType type, uint8_t* data, size_t n_rows, size_t row_b
     const size_t block = traits(type).bytes_per_block, n_blocks = row_bytes / block;
     const ScaleFields fields = scale_fields(type);
     const size_t header = fields.bytes(), payload = block - header;
-    std::vector<uint8_t> group(kInterleave * row_bytes);
+    std::vector<uint8_t> group(kInterleave * row_bytes), payloads(kInterleave * payload);
     for (size_t g = 0; g < n_rows / kInterleave; ++g) {
         uint8_t* base = data + g * kInterleave * row_bytes;
         std::memcpy(group.data(), base, group.size());
@@ -56,7 +76,11 @@ void interleave_rows(TensorType type, uint8_t* data, size_t n_rows, size_t row_b
                                 group.data() + size_t(kInterleaveLanes[lane]) * row_bytes + b * block + fields.first_offset + fields.size * h,
                                 fields.size);
             for (size_t r = 0; r < kInterleave; ++r)
-                copy_payload(out + header * kInterleave + r * payload, group.data() + r * row_bytes + b * block, block, fields);
+                copy_payload(payloads.data() + r * payload, group.data() + r * row_bytes + b * block, block, fields);
+            if (type == TensorType::Q4_K)
+                spread_q4_k(payloads.data(), out + header * kInterleave);
+            else
+                std::memcpy(out + header * kInterleave, payloads.data(), payloads.size());
         }
     }
 }
@@ -69,11 +93,17 @@ void plain_row(TensorType type, const uint8_t* data, size_t r, size_t row_bytes,
     size_t lane = 0;
     while (size_t(kInterleaveLanes[lane]) != in_group) ++lane;
     const uint8_t* base = data + g * kInterleave * row_bytes;
+    std::vector<uint8_t> gathered(payload);
     for (size_t b = 0; b < n_blocks; ++b) {
         const uint8_t* in = base + b * kInterleave * block;
         for (size_t h = 0; h < fields.count; ++h)
             std::memcpy(out + b * block + fields.first_offset + fields.size * h, in + fields.size * (h * kInterleave + lane), fields.size);
-        restore_payload(out + b * block, in + header * kInterleave + in_group * payload, block, fields);
+        const uint8_t* row_payload = in + header * kInterleave + in_group * payload;
+        if (type == TensorType::Q4_K) {
+            gather_q4_k(in + header * kInterleave, in_group, gathered.data());
+            row_payload = gathered.data();
+        }
+        restore_payload(out + b * block, row_payload, block, fields);
     }
 }
 

@@ -582,15 +582,20 @@ static void dot_groups_mxfp4_quad(const uint8_t* groups, size_t n_groups, size_t
 #undef RILL_MXFP4_GROUPS
 
 
-// Q4_K: per super-block, eight rows' d then eight rows' dmin (lane order), then each row's packed
-// scales and quants. Per-row work is the same as dot_row_q4_k; what the group saves is the per-row
-// horizontal sums, scale conversions and float arithmetic, done once for eight rows. T tokens at once
-// share each row's unpacking, each token's arithmetic the same as alone.
+// Q4_K: per super-block, eight rows' d then eight rows' dmin (lane order), the rows' packed scales,
+// then the quants with 8-byte pieces of the eight rows side by side (quant/interleave.h). A 32-byte
+// load is four rows' same sixteen weights (eight low nibbles, eight high), so one broadcast activation
+// piece serves them and one word dot product applies four rows' sub-block scales. The integers summed
+// are q4_k_sums', so results are dot_row_q4_k's. T tokens at once share the unpacking, each token's
+// arithmetic the same as alone.
 template <int T>
 static void dot_groups_q4_k_tokens(const uint8_t* groups, size_t n_groups, size_t n, const uint8_t* const* acts, float* const* outs) {
     Act256 a[T];
     for (int t = 0; t < T; ++t) a[t] = act256(acts[t], n);
     const size_t nb = n / 256;
+    // hadd32 of rows 0-3 and 4-7 (two lanes per row) gives rows [0 1 4 5 2 3 6 7]; the scales lie in
+    // kInterleaveLanes order [0 2 4 6 1 3 5 7].
+    static constexpr int32_t to_lane_order[8] = {0, 4, 2, 6, 1, 5, 3, 7};
     for (size_t g = 0; g < n_groups; ++g) {
         const uint8_t* base = groups + g * nb * 1152;
         F32x8 acc[T], mins[T];
@@ -598,25 +603,45 @@ static void dot_groups_q4_k_tokens(const uint8_t* groups, size_t n_groups, size_
         for (size_t b = 0; b < nb; ++b) {
             const uint8_t* chunk = base + b * 1152;
             prefetch_ahead(chunk, 1152);
+            const uint8_t* qs = chunk + 128;
             const int8_t* x[T];
             const int16_t* sums[T];
             for (int t = 0; t < T; ++t) {
                 x[t] = a[t].q + 256 * b;
                 sums[t] = a[t].sums + 16 * b;
             }
-            I32x8 p[T][8], m[T][8];
-            for (int i = 0; i < 8; ++i) {
-                const uint8_t* row = chunk + 32 + 140 * size_t(kInterleaveLanes[i]);
-                I32x8 row_sum[T], row_min[T];
-                q4_k_sums<T>(row, row + 12, x, sums, row_sum, row_min);
-                for (int t = 0; t < T; ++t) {
-                    p[t][i] = row_sum[t];
-                    m[t][i] = row_min[t];
+            alignas(32) uint8_t scale[8][8];
+            uint8_t min[8][8];
+            for (int r = 0; r < 8; ++r) unpack_k4_scales(chunk + 32 + 12 * r, scale[r], min[r]);
+            I32x8 m[T][8];
+            for (int i = 0; i < 8; ++i)
+                for (int t = 0; t < T; ++t) m[t][i] = madd_u8x8_pairs(min[kInterleaveLanes[i]], sums[t]);
+            const I8x32 row_scales[2] = {load_bytes(scale[0]), load_bytes(scale[4])};
+            I32x8 sum[T][2];
+            for (int t = 0; t < T; ++t) sum[t][0] = sum[t][1] = zero32();
+            for (int k = 0; k < 4; ++k) {
+                const I16x16 scale_lo[2] = {pick_row_bytes(row_scales[0], 2 * k), pick_row_bytes(row_scales[1], 2 * k)};
+                const I16x16 scale_hi[2] = {pick_row_bytes(row_scales[0], 2 * k + 1), pick_row_bytes(row_scales[1], 2 * k + 1)};
+                for (int piece = 0; piece < 4; ++piece) {
+                    I8x32 x_lo[T], x_hi[T];
+                    for (int t = 0; t < T; ++t) {
+                        x_lo[t] = broadcast8(x[t] + 64 * k + 8 * piece);
+                        x_hi[t] = broadcast8(x[t] + 64 * k + 32 + 8 * piece);
+                    }
+                    for (int h = 0; h < 2; ++h) {
+                        const I8x32 bytes = load_bytes(qs + 64 * (4 * k + piece) + 32 * h);
+                        const I8x32 lo = and_bytes(bytes, 0x0f), hi = shr_and(bytes, 4, 0x0f);
+                        for (int t = 0; t < T; ++t) {
+                            sum[t][h] = add32(sum[t][h], madd16(mul_u8s8(lo, x_lo[t]), scale_lo[h]));
+                            sum[t][h] = add32(sum[t][h], madd16(mul_u8s8(hi, x_hi[t]), scale_hi[h]));
+                        }
+                    }
                 }
             }
             for (int t = 0; t < T; ++t) {
                 const F32x8 dx = splat_f(a[t].d[b]);
-                acc[t] = fma_f(to_f32(hsum8x8(p[t])), mul_f(load_f16(chunk), dx), acc[t]);
+                const I32x8 rows = permute32(hadd32(sum[t][0], sum[t][1]), to_lane_order);
+                acc[t] = fma_f(to_f32(rows), mul_f(load_f16(chunk), dx), acc[t]);
                 mins[t] = fma_f(to_f32(hsum8x8(m[t])), mul_f(load_f16(chunk + 16), dx), mins[t]);
             }
         }

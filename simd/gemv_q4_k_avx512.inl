@@ -2,15 +2,18 @@
 // It sums the same integers as q4_k_sums in the same float steps after, so its results are the
 // 256-bit kernel's bit for bit (tested against the avx2 path).
 //
-// Quants: each 32 bytes are loaded into both halves of a register and shifted by 0 in one half and 4
-// in the other (vpsrlvw), which lays out sub-blocks 2i and 2i+1 as the 64 activations after them lie;
-// one byte product and one VNNI word dot product (vpdpwssd, the sub-blocks' scales applied and added
-// in) cover 64 weights.
+// Quants: a 64-byte load is the same 8-byte piece of all eight rows (quant/interleave.h): sixteen
+// weights a row, eight in the low nibbles (sub-block 2k) and eight in the high (2k+1). The activation
+// piece for each half is one broadcast 8 bytes, so one VNNI byte dot product (vpdpbusd) multiplies 64
+// weights of eight rows at once, and a sub-block's scales meet its sums once per eight rows: a word
+// dot product (vpdpwssd) per sub-block, the dword sums (at most 16 x 15 x 128, inside int16) taken as
+// words. Rows kept apart in their own registers had cost a byte product, a word dot product and a
+// scale shuffle per 64 weights of each row; on an AMD Zen 4 that kernel multiplied 25.5 GB/s of
+// weights in L2, and streaming from memory it fell to half of what memory gave, where Q8_0's
+// 50 GB/s kernel kept 84%.
 // Scales: the eight rows' packed 6-bit scales and mins are unpacked together, four rows to a
 // register (one per 128-bit lane), with byte shuffles and masks instead of scalar code per row, and
-// the eight rows' mins meet the activation's sub-block sums in two word dot products. Unpacking one
-// row at a time had been most of the kernel's instructions (0.55 per weight byte; now 0.3), and on a
-// host that keeps a core's sibling thread busy, the kernel then fell below that core's share of memory.
+// the eight rows' mins meet the activation's sub-block sums in two word dot products.
 
 // Four rows' scale bytes, one row per 128-bit lane, as [sc0..3, m0..3, sc4..7, m4..7] (6 bits each)
 // from ggml's packing [b0..b11]: sc0..3 = b0..3 & 63, m0..3 = b4..7 & 63,
@@ -46,19 +49,15 @@ static void dot_groups_q4_k_512(const uint8_t* groups, size_t n_groups, size_t n
     for (int t = 0; t < T; ++t) a[t] = act256(acts[t], n);
     const size_t nb = n / 256;
     const __m512i low4 = _mm512_set1_epi8(0x0f);
-    const __m512i nibble_shift = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
-    // A row's lane of unpacked scales, copied to every lane; then sub-block scales 2i (low half) and
-    // 2i+1 (high half) as words, zero-extended by the shuffle (-1 gives a zero byte).
-    __m512i lane_of[4];
-    for (int l = 0; l < 4; ++l) lane_of[l] = _mm512_setr_epi32(4 * l, 4 * l + 1, 4 * l + 2, 4 * l + 3, 4 * l, 4 * l + 1, 4 * l + 2, 4 * l + 3,
-                                                               4 * l, 4 * l + 1, 4 * l + 2, 4 * l + 3, 4 * l, 4 * l + 1, 4 * l + 2, 4 * l + 3);
+    // Sub-block k's scale of rows 2l and 2l+1 (128-bit lane l, one row per 64-bit half) as dwords,
+    // zero-extended by the shuffle (-1 gives a zero byte), from a register holding [row 2l's 8 bytes,
+    // row 2l+1's 8 bytes] per lane.
     __m512i scale_pick[4];
-    for (int i = 0; i < 4; ++i) {
-        // Scale k sits at byte k (k < 4) or k + 4 of the lane.
-        const auto at = [](int k) { return int16_t(0xff00 | (k < 4 ? k : k + 4)); };
-        scale_pick[i] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi16(at(2 * i))), _mm256_set1_epi16(at(2 * i + 1)), 1);
-    }
+    for (int k = 0; k < 4; ++k)
+        scale_pick[k] = _mm512_broadcast_i32x4(_mm_setr_epi8(char(k), -1, -1, -1, char(k), -1, -1, -1, char(8 + k), -1, -1, -1, char(8 + k), -1, -1, -1));
     const __m512i min_words = _mm512_broadcast_i32x4(_mm_setr_epi8(4, -1, 5, -1, 6, -1, 7, -1, 12, -1, 13, -1, 14, -1, 15, -1));
+    // Dword pairs (2r, 2r+1) hold row r after the pairs are added; lane order is [0 2 4 6 1 3 5 7].
+    const __m512i to_lane_order = _mm512_setr_epi32(0, 4, 8, 12, 2, 6, 10, 14, 0, 0, 0, 0, 0, 0, 0, 0);
     for (size_t g = 0; g < n_groups; ++g) {
         const uint8_t* base = groups + g * nb * 1152;
         F32x8 acc[T], mins[T];
@@ -66,45 +65,53 @@ static void dot_groups_q4_k_512(const uint8_t* groups, size_t n_groups, size_t n
         for (size_t b = 0; b < nb; ++b) {
             const uint8_t* chunk = base + b * 1152;
             prefetch_ahead(chunk, 1152);
-            const auto row = [&](int i) { return chunk + 32 + 140 * size_t(kInterleaveLanes[i]); };
+            const auto packed = [&](int r) { return chunk + 32 + 12 * r; };
             // Rows in lane order: the even rows' scales in one register, the odd rows' in the other.
-            const __m512i scales[2] = {q4_k_unpack_scales4(row(0), row(1), row(2), row(3)), q4_k_unpack_scales4(row(4), row(5), row(6), row(7))};
+            const __m512i even = q4_k_unpack_scales4(packed(0), packed(2), packed(4), packed(6));
+            const __m512i odd = q4_k_unpack_scales4(packed(1), packed(3), packed(5), packed(7));
+            // Per lane l: [sc0..3, m0..3] of rows 2l and 2l+1, then [sc4..7, m4..7] of the same rows.
+            const __m512i first_half = _mm512_unpacklo_epi64(even, odd), second_half = _mm512_unpackhi_epi64(even, odd);
+            const uint8_t* qs = chunk + 128;
             const int8_t* x[T];
-            __m512i block_sums[T];
+            __m512i total[T];
             for (int t = 0; t < T; ++t) {
                 x[t] = a[t].q + 256 * b;
+                total[t] = _mm512_setzero_si512();
+            }
+            for (int k = 0; k < 4; ++k) {
+                __m512i lo_sum[T], hi_sum[T];
+                for (int t = 0; t < T; ++t) lo_sum[t] = hi_sum[t] = _mm512_setzero_si512();
+                for (int piece = 0; piece < 4; ++piece) {
+                    const __m512i bytes = _mm512_loadu_si512(qs + 64 * (4 * k + piece));
+                    const __m512i lo = _mm512_and_si512(bytes, low4), hi = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low4);
+                    for (int t = 0; t < T; ++t) {
+                        int64_t x_lo, x_hi;
+                        std::memcpy(&x_lo, x[t] + 64 * k + 8 * piece, 8);
+                        std::memcpy(&x_hi, x[t] + 64 * k + 32 + 8 * piece, 8);
+                        lo_sum[t] = _mm512_dpbusd_epi32(lo_sum[t], lo, _mm512_set1_epi64(x_lo));
+                        hi_sum[t] = _mm512_dpbusd_epi32(hi_sum[t], hi, _mm512_set1_epi64(x_hi));
+                    }
+                }
+                // Sub-blocks 2k and 2k+1: scales 0-3 in the first half of each row's bytes, 4-7 in the second.
+                const __m512i& from = k < 2 ? first_half : second_half;
+                const __m512i scale_lo = _mm512_shuffle_epi8(from, scale_pick[(2 * k) % 4]);
+                const __m512i scale_hi = _mm512_shuffle_epi8(from, scale_pick[(2 * k + 1) % 4]);
+                for (int t = 0; t < T; ++t) total[t] = _mm512_dpwssd_epi32(_mm512_dpwssd_epi32(total[t], lo_sum[t], scale_lo), hi_sum[t], scale_hi);
+            }
+            __m512i block_sums[T];
+            for (int t = 0; t < T; ++t) {
                 // The eight sub-blocks' activation sums as words (pairs of the sixteen sums of 16).
                 const __m256i pairs = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[t].sums + 16 * b)), _mm256_set1_epi16(1));
                 block_sums[t] = _mm512_broadcast_i32x4(_mm256_cvtepi32_epi16(pairs));
             }
-            I32x8 p[T][8];
-            // Unrolled, so each row's place, lane and register are constants, not a dozen
-            // instructions of indexing per row.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC unroll 8
-#else
-#pragma unroll 8
-#endif
-            for (int i = 0; i < 8; ++i) {
-                const __m512i mine = _mm512_permutexvar_epi32(lane_of[i % 4], scales[i / 4]);
-                __m512i sum[T];
-                for (int t = 0; t < T; ++t) sum[t] = _mm512_setzero_si512();
-                const uint8_t* qs = row(i) + 12;
-                for (int k = 0; k < 4; ++k) {
-                    const __m512i bytes = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * k)));
-                    const __m512i w = _mm512_and_si512(_mm512_srlv_epi16(bytes, nibble_shift), low4);
-                    const __m512i s = _mm512_shuffle_epi8(mine, scale_pick[k]);
-                    for (int t = 0; t < T; ++t)
-                        sum[t] = _mm512_dpwssd_epi32(sum[t], _mm512_maddubs_epi16(w, _mm512_loadu_si512(x[t] + 64 * k)), s);
-                }
-                for (int t = 0; t < T; ++t) p[t][i] = {_mm256_add_epi32(_mm512_castsi512_si256(sum[t]), _mm512_extracti64x4_epi64(sum[t], 1))};
-            }
             for (int t = 0; t < T; ++t) {
+                const __m512i pair_sums = _mm512_add_epi32(total[t], _mm512_shuffle_epi32(total[t], _MM_PERM_CDAB));
+                const __m256i rows = _mm512_castsi512_si256(_mm512_permutexvar_epi32(to_lane_order, pair_sums));
                 // Each row's mins times the sub-block sums, the eight rows in lane order.
-                const __m256i min_totals = lane_totals4x2(_mm512_madd_epi16(_mm512_shuffle_epi8(scales[0], min_words), block_sums[t]),
-                                                          _mm512_madd_epi16(_mm512_shuffle_epi8(scales[1], min_words), block_sums[t]));
+                const __m256i min_totals = lane_totals4x2(_mm512_madd_epi16(_mm512_shuffle_epi8(even, min_words), block_sums[t]),
+                                                          _mm512_madd_epi16(_mm512_shuffle_epi8(odd, min_words), block_sums[t]));
                 const F32x8 dx = splat_f(a[t].d[b]);
-                acc[t] = fma_f(to_f32(hsum8x8(p[t])), mul_f(load_f16(chunk), dx), acc[t]);
+                acc[t] = fma_f(to_f32({rows}), mul_f(load_f16(chunk), dx), acc[t]);
                 mins[t] = fma_f(to_f32({min_totals}), mul_f(load_f16(chunk + 16), dx), mins[t]);
             }
         }

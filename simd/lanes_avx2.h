@@ -152,6 +152,15 @@ static inline float half_to_float(uint16_t h) { return _cvtsh_ss(h); }
 static inline I8x32 broadcast16(const void* p) {
     return {_mm256_broadcastsi128_si256(_mm_loadu_si128(static_cast<const __m128i*>(p)))};
 }
+// Eight bytes repeated four times.
+static inline I8x32 broadcast8(const void* p) { return {_mm256_broadcastq_epi64(_mm_loadl_epi64(static_cast<const __m128i*>(p)))}; }
+// Four rows' eight bytes each in `rows`; words 4q..4q+3 of the result are byte j of row q, zero-extended.
+static inline I16x16 pick_row_bytes(I8x32 rows, int j) {
+    const int16_t a = int16_t(0x8000 | j), b = int16_t(0x8000 | (8 + j));
+    return {_mm256_shuffle_epi8(rows.v, _mm256_setr_epi16(a, a, a, a, b, b, b, b, a, a, a, a, b, b, b, b))};
+}
+// Lane i of the result is lane idx[i] of a.
+static inline I32x8 permute32(I32x8 a, const int32_t* idx) { return {_mm256_permutevar8x32_epi32(a.v, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(idx)))}; }
 static inline I16x16 add16(I16x16 a, I16x16 b) { return {_mm256_add_epi16(a.v, b.v)}; }
 static inline I32x8 sum_pairs(I16x16 a) { return {_mm256_madd_epi16(a.v, _mm256_set1_epi16(1))}; }
 // Per 128-bit half: [a0+a1, a2+a3, b0+b1, b2+b3].

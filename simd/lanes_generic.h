@@ -195,6 +195,24 @@ static inline float hsum_f(F32x8 a) {
 static inline void quantize32(const float* x, float scale, int8_t* out) {
     for (int i = 0; i < 32; ++i) out[i] = int8_t(std::nearbyint(x[i] * scale));
 }
+// Eight bytes repeated four times.
+static inline I8x32 broadcast8(const void* p) {
+    I8x32 r;
+    for (int i = 0; i < 4; ++i) std::memcpy(r.b + 8 * i, p, 8);
+    return r;
+}
+// Four rows' eight bytes each in `rows`; words 4q..4q+3 of the result are byte j of row q, zero-extended.
+static inline I16x16 pick_row_bytes(I8x32 rows, int j) {
+    I16x16 r;
+    for (int i = 0; i < 16; ++i) r.h[i] = rows.b[8 * (i / 4) + j];
+    return r;
+}
+// Lane i of the result is lane idx[i] of a.
+static inline I32x8 permute32(I32x8 a, const int32_t* idx) {
+    I32x8 r;
+    for (int i = 0; i < 8; ++i) r.w[i] = a.w[idx[i]];
+    return r;
+}
 static inline I8x32 broadcast16(const void* p) {
     I8x32 r;
     std::memcpy(r.b, p, 16);
