@@ -33,24 +33,46 @@ void restore_payload(uint8_t* block, const uint8_t* payload, size_t block_bytes,
     std::memcpy(block + after, payload + f.first_offset, block_bytes - after);
 }
 
-// Q4_K's eight payloads (12 scale bytes, 128 quant bytes each) are laid out as all eight rows'
-// scales, then the quants in 8-byte pieces, piece c of rows 0..7 side by side: one 64-byte load
-// then holds the same sixteen weights of every row, so one broadcast activation and one scale step
-// serve eight rows (simd/gemv_q4_k_avx512.inl). Offset of row r's piece c within the group payload:
-constexpr size_t kQ4KScaleBytes = 12, kQ4KPiece = 8;
-size_t q4_k_piece(size_t r, size_t c) { return kInterleave * kQ4KScaleBytes + kInterleave * kQ4KPiece * c + kQ4KPiece * r; }
-// `rows` holds the eight payloads one after another; `out` gets the layout above.
-void spread_q4_k(const uint8_t* rows, uint8_t* out) {
-    for (size_t r = 0; r < kInterleave; ++r) {
-        const uint8_t* row = rows + r * (kQ4KScaleBytes + 128);
-        std::memcpy(out + r * kQ4KScaleBytes, row, kQ4KScaleBytes);
-        for (size_t c = 0; c < 128 / kQ4KPiece; ++c) std::memcpy(out + q4_k_piece(r, c), row + kQ4KScaleBytes + kQ4KPiece * c, kQ4KPiece);
+// Q4_K's and Q6_K's eight payloads are laid out for kernels that work across rows
+// (simd/gemv_q4_k_avx512.inl, gemv_q6_k_avx512.inl): the quant bytes in 8-byte pieces, piece c of
+// rows 0..7 side by side, so one 64-byte load holds the same weights of every row and one broadcast
+// activation piece and one scale step serve eight rows. Q4_K: the rows' 12 packed scale bytes in row
+// order, then its 128 quant bytes in pieces. Q6_K: ql's 128 bytes in pieces, qh's 64 in pieces, then
+// the 16 sub-block scales with two sub-blocks of every row side by side (byte 16p + 2r + e holds row
+// r's scale 2p + e), so a pair of sub-blocks' scales widened to words meets a pair of activation sums.
+constexpr size_t kPiece = 8;
+struct CrossRows {
+    size_t scale_bytes;  // per row
+    size_t quant_bytes;  // per row, in pieces
+    bool scales_first;
+};
+CrossRows cross_rows(TensorType type) { return type == TensorType::Q4_K ? CrossRows{12, 128, true} : CrossRows{16, 192, false}; }
+bool works_across_rows(TensorType type) { return type == TensorType::Q4_K || type == TensorType::Q6_K; }
+
+// Where byte i of row r's payload goes in the group's payload.
+size_t across_rows(CrossRows f, size_t r, size_t i) {
+    const size_t quants_at = f.scales_first ? kInterleave * f.scale_bytes : 0;
+    const size_t scales_at = f.scales_first ? 0 : kInterleave * f.quant_bytes;
+    const bool is_scale = f.scales_first ? i < f.scale_bytes : i >= f.quant_bytes;
+    if (!is_scale) {
+        const size_t q = f.scales_first ? i - f.scale_bytes : i;
+        return quants_at + kInterleave * kPiece * (q / kPiece) + kPiece * r + q % kPiece;
     }
+    const size_t s = f.scales_first ? i : i - f.quant_bytes;
+    if (f.scales_first) return scales_at + f.scale_bytes * r + s;
+    return scales_at + 2 * kInterleave * (s / 2) + 2 * r + s % 2;
+}
+// `rows` holds the eight payloads one after another; `out` gets the layout above.
+void spread_across_rows(TensorType type, const uint8_t* rows, uint8_t* out) {
+    const CrossRows f = cross_rows(type);
+    const size_t payload = f.scale_bytes + f.quant_bytes;
+    for (size_t r = 0; r < kInterleave; ++r)
+        for (size_t i = 0; i < payload; ++i) out[across_rows(f, r, i)] = rows[r * payload + i];
 }
 // Row r's payload back from the layout above.
-void gather_q4_k(const uint8_t* group, size_t r, uint8_t* row) {
-    std::memcpy(row, group + r * kQ4KScaleBytes, kQ4KScaleBytes);
-    for (size_t c = 0; c < 128 / kQ4KPiece; ++c) std::memcpy(row + kQ4KScaleBytes + kQ4KPiece * c, group + q4_k_piece(r, c), kQ4KPiece);
+void gather_across_rows(TensorType type, const uint8_t* group, size_t r, uint8_t* row) {
+    const CrossRows f = cross_rows(type);
+    for (size_t i = 0; i < f.scale_bytes + f.quant_bytes; ++i) row[i] = group[across_rows(f, r, i)];
 }
 
 }  // namespace
@@ -77,8 +99,8 @@ void interleave_rows(TensorType type, uint8_t* data, size_t n_rows, size_t row_b
                                 fields.size);
             for (size_t r = 0; r < kInterleave; ++r)
                 copy_payload(payloads.data() + r * payload, group.data() + r * row_bytes + b * block, block, fields);
-            if (type == TensorType::Q4_K)
-                spread_q4_k(payloads.data(), out + header * kInterleave);
+            if (works_across_rows(type))
+                spread_across_rows(type, payloads.data(), out + header * kInterleave);
             else
                 std::memcpy(out + header * kInterleave, payloads.data(), payloads.size());
         }
@@ -99,8 +121,8 @@ void plain_row(TensorType type, const uint8_t* data, size_t r, size_t row_bytes,
         for (size_t h = 0; h < fields.count; ++h)
             std::memcpy(out + b * block + fields.first_offset + fields.size * h, in + fields.size * (h * kInterleave + lane), fields.size);
         const uint8_t* row_payload = in + header * kInterleave + in_group * payload;
-        if (type == TensorType::Q4_K) {
-            gather_q4_k(in + header * kInterleave, in_group, gathered.data());
+        if (works_across_rows(type)) {
+            gather_across_rows(type, in + header * kInterleave, in_group, gathered.data());
             row_payload = gathered.data();
         }
         restore_payload(out + b * block, row_payload, block, fields);

@@ -21,6 +21,17 @@ static inline void prefetch_ahead(const uint8_t* p, size_t n) {
     for (size_t o = 0; o < n; o += 64) prefetch(p + kPrefetchAhead + o);
 }
 
+// The same requests spread over a kernel's loop: part `part` of `parts` of a chunk's lines. A burst
+// of 27 requests at the start of each 1680-byte Q6_K chunk held one AMD Zen 4 (family 25 model 17)
+// core to 9 GB/s streaming from memory, where the same requests spread over the chunk's eight steps
+// streamed 14-15 (the requests wait for the core's few miss buffers, and the work behind them waits
+// too); chunks of a few lines (Q4_0, Q8_0) spread their requests by themselves.
+static inline void prefetch_ahead_part(const uint8_t* p, size_t n, int part, int parts) {
+    const size_t lines = (n + 63) / 64, per = (lines + size_t(parts) - 1) / size_t(parts);
+    const size_t first = size_t(part) * per, last = std::min(lines, first + per);
+    for (size_t l = first; l < last; ++l) prefetch(p + kPrefetchAhead + 64 * l);
+}
+
 static inline uint16_t read_u16(const uint8_t* p) { uint16_t v; std::memcpy(&v, p, 2); return v; }
 static inline uint32_t read_u32(const uint8_t* p) { uint32_t v; std::memcpy(&v, p, 4); return v; }
 static inline float read_f32(const uint8_t* p) { float v; std::memcpy(&v, p, 4); return v; }
@@ -582,6 +593,11 @@ static void dot_groups_mxfp4_quad(const uint8_t* groups, size_t n_groups, size_t
 #undef RILL_MXFP4_GROUPS
 
 
+// For group kernels that hold rows 0-3 and rows 4-7 in two registers, two lanes a row: hadd32 of the
+// two gives rows [0 1 4 5 2 3 6 7], and this puts them in kInterleaveLanes order [0 2 4 6 1 3 5 7],
+// where the scales lie.
+static constexpr int32_t kHaddToLaneOrder[8] = {0, 4, 2, 6, 1, 5, 3, 7};
+
 // Q4_K: per super-block, eight rows' d then eight rows' dmin (lane order), the rows' packed scales,
 // then the quants with 8-byte pieces of the eight rows side by side (quant/interleave.h). A 32-byte
 // load is four rows' same sixteen weights (eight low nibbles, eight high), so one broadcast activation
@@ -593,16 +609,12 @@ static void dot_groups_q4_k_tokens(const uint8_t* groups, size_t n_groups, size_
     Act256 a[T];
     for (int t = 0; t < T; ++t) a[t] = act256(acts[t], n);
     const size_t nb = n / 256;
-    // hadd32 of rows 0-3 and 4-7 (two lanes per row) gives rows [0 1 4 5 2 3 6 7]; the scales lie in
-    // kInterleaveLanes order [0 2 4 6 1 3 5 7].
-    static constexpr int32_t to_lane_order[8] = {0, 4, 2, 6, 1, 5, 3, 7};
     for (size_t g = 0; g < n_groups; ++g) {
         const uint8_t* base = groups + g * nb * 1152;
         F32x8 acc[T], mins[T];
         for (int t = 0; t < T; ++t) acc[t] = mins[t] = zero_f();
         for (size_t b = 0; b < nb; ++b) {
             const uint8_t* chunk = base + b * 1152;
-            prefetch_ahead(chunk, 1152);
             const uint8_t* qs = chunk + 128;
             const int8_t* x[T];
             const int16_t* sums[T];
@@ -620,6 +632,7 @@ static void dot_groups_q4_k_tokens(const uint8_t* groups, size_t n_groups, size_
             I32x8 sum[T][2];
             for (int t = 0; t < T; ++t) sum[t][0] = sum[t][1] = zero32();
             for (int k = 0; k < 4; ++k) {
+                prefetch_ahead_part(chunk, 1152, k, 4);
                 const I16x16 scale_lo[2] = {pick_row_bytes(row_scales[0], 2 * k), pick_row_bytes(row_scales[1], 2 * k)};
                 const I16x16 scale_hi[2] = {pick_row_bytes(row_scales[0], 2 * k + 1), pick_row_bytes(row_scales[1], 2 * k + 1)};
                 for (int piece = 0; piece < 4; ++piece) {
@@ -640,7 +653,7 @@ static void dot_groups_q4_k_tokens(const uint8_t* groups, size_t n_groups, size_
             }
             for (int t = 0; t < T; ++t) {
                 const F32x8 dx = splat_f(a[t].d[b]);
-                const I32x8 rows = permute32(hadd32(sum[t][0], sum[t][1]), to_lane_order);
+                const I32x8 rows = permute32(hadd32(sum[t][0], sum[t][1]), kHaddToLaneOrder);
                 acc[t] = fma_f(to_f32(rows), mul_f(load_f16(chunk), dx), acc[t]);
                 mins[t] = fma_f(to_f32(hsum8x8(m[t])), mul_f(load_f16(chunk + 16), dx), mins[t]);
             }
@@ -667,48 +680,69 @@ static void dot_groups_q4_k_quad(const uint8_t* groups, size_t n_groups, size_t 
 }
 #undef RILL_Q4_K_GROUPS
 
-// Q6_K: per super-block, eight rows' d (lane order), then each row's ql, qh and scales. T tokens at
-// once share each row's unpacking, each token's arithmetic the same as alone.
-#if defined(RILL_LANES_AVX512)
-#include "gemv_q6_k_avx512.inl"
-#define RILL_Q6_K_SUMS q6_k_sums_512
-#else
-#define RILL_Q6_K_SUMS q6_k_sums
-#endif
-
+// Q6_K: per super-block, eight rows' d (lane order), then ql and qh in 8-byte pieces of the eight rows
+// side by side and the sub-block scales two a row at a time (quant/interleave.h). A 32-byte load is
+// four rows' same eight bytes, so one broadcast activation piece serves the four rows and one word
+// dot product applies their sub-block scales; the scales meet the activation sums (the +32 taken
+// back off) for all eight rows in eight word dot products. The integers summed are q6_k_sums', so
+// results are dot_row_q6_k's. T tokens at once share the unpacking, each token's arithmetic the same
+// as alone.
 template <int T>
 static void dot_groups_q6_k_tokens(const uint8_t* groups, size_t n_groups, size_t n, const uint8_t* const* acts, float* const* outs) {
     Act256 a[T];
     for (int t = 0; t < T; ++t) a[t] = act256(acts[t], n);
     const size_t nb = n / 256;
+    static constexpr int32_t lane_rows[8] = {kInterleaveLanes[0], kInterleaveLanes[1], kInterleaveLanes[2], kInterleaveLanes[3],
+                                             kInterleaveLanes[4], kInterleaveLanes[5], kInterleaveLanes[6], kInterleaveLanes[7]};
     for (size_t g = 0; g < n_groups; ++g) {
         const uint8_t* base = groups + g * nb * 1680;
         F32x8 acc[T], offsets[T];
         for (int t = 0; t < T; ++t) acc[t] = offsets[t] = zero_f();
         for (size_t b = 0; b < nb; ++b) {
             const uint8_t* chunk = base + b * 1680;
-            prefetch_ahead(chunk, 1680);
+            const uint8_t* ql = chunk + 16;
+            const uint8_t* qh = ql + 1024;
+            const int8_t* sc = reinterpret_cast<const int8_t*>(ql + 1536);
             const int8_t* x[T];
             const int16_t* sums[T];
+            I32x8 offset[T], sum[T][2];
             for (int t = 0; t < T; ++t) {
                 x[t] = a[t].q + 256 * b;
                 sums[t] = a[t].sums + 16 * b;
+                offset[t] = sum[t][0] = sum[t][1] = zero32();
             }
-            I32x8 p[T][8];
-            alignas(32) int32_t offset_sum[T][8];
-            for (int i = 0; i < 8; ++i) {
-                I32x8 row_sum[T];
-                int32_t row_offset[T];
-                RILL_Q6_K_SUMS<T>(chunk + 16 + 208 * size_t(kInterleaveLanes[i]), x, sums, row_sum, row_offset);
-                for (int t = 0; t < T; ++t) {
-                    p[t][i] = row_sum[t];
-                    offset_sum[t][i] = row_offset[t];
+            // Rows in order: words 2r and 2r+1 of pair p are row r's scales 2p and 2p+1.
+            for (int p = 0; p < 8; ++p) {
+                const I16x16 pair = widen_i8x16(sc + 16 * p);
+                for (int t = 0; t < T; ++t) offset[t] = add32(offset[t], madd16(pair, splat16_pair(sums[t][2 * p], sums[t][2 * p + 1])));
+            }
+            for (int half = 0; half < 2; ++half) {
+                for (int j = 0; j < 4; ++j) {
+                    prefetch_ahead_part(chunk, 1680, 4 * half + j, 8);
+                    // Weights 128 half + 32 i + 8 j .. +7 come from piece j of ql's low (i even) or
+                    // high (i odd) 32 bytes of this half, nibble i / 2, and of qh, bit pair i.
+                    I8x32 xs[T][4];
+                    for (int t = 0; t < T; ++t)
+                        for (int i = 0; i < 4; ++i) xs[t][i] = broadcast8(x[t] + 128 * half + 32 * i + 8 * j);
+                    for (int h = 0; h < 2; ++h) {
+                        const I8x32 l0 = load_bytes(ql + 64 * (8 * half + j) + 32 * h), l1 = load_bytes(ql + 64 * (8 * half + 4 + j) + 32 * h);
+                        const I8x32 high = load_bytes(qh + 64 * (4 * half + j) + 32 * h);
+                        const I8x32 u[4] = {or_bytes(and_bytes(l0, 0x0f), shl_and(high, 4, 0x30)),
+                                            or_bytes(and_bytes(l1, 0x0f), shl_and(high, 2, 0x30)),
+                                            or_bytes(shr_and(l0, 4, 0x0f), and_bytes(high, 0x30)),
+                                            or_bytes(shr_and(l1, 4, 0x0f), shr_and(high, 2, 0x30))};
+                        for (int i = 0; i < 4; ++i) {
+                            const int sub = 8 * half + 2 * i + j / 2;
+                            const I16x16 scale = widen_spread4(sc + 16 * (sub / 2) + 8 * h + sub % 2);
+                            for (int t = 0; t < T; ++t) sum[t][h] = add32(sum[t][h], madd16(mul_u8s8(u[i], xs[t][i]), scale));
+                        }
+                    }
                 }
             }
             for (int t = 0; t < T; ++t) {
                 const F32x8 scale = mul_f(load_f16(chunk), splat_f(a[t].d[b]));
-                acc[t] = fma_f(to_f32(hsum8x8(p[t])), scale, acc[t]);
-                offsets[t] = fma_f(to_f32(load_i32x8(offset_sum[t])), mul_f(scale, splat_f(32.0f)), offsets[t]);
+                acc[t] = fma_f(to_f32(permute32(hadd32(sum[t][0], sum[t][1]), kHaddToLaneOrder)), scale, acc[t]);
+                offsets[t] = fma_f(to_f32(permute32(offset[t], lane_rows)), mul_f(scale, splat_f(32.0f)), offsets[t]);
             }
         }
         for (int t = 0; t < T; ++t) {
@@ -717,14 +751,21 @@ static void dot_groups_q6_k_tokens(const uint8_t* groups, size_t n_groups, size_
     }
 }
 
+#if defined(RILL_LANES_AVX512)
+#include "gemv_q6_k_avx512.inl"
+#define RILL_Q6_K_GROUPS dot_groups_q6_k_512
+#else
+#define RILL_Q6_K_GROUPS dot_groups_q6_k_tokens
+#endif
+
 static void dot_groups_q6_k(const uint8_t* groups, size_t n_groups, size_t n, const uint8_t* act, float* out) {
-    dot_groups_q6_k_tokens<1>(groups, n_groups, n, &act, &out);
+    RILL_Q6_K_GROUPS<1>(groups, n_groups, n, &act, &out);
 }
 
 static void dot_groups_q6_k_quad(const uint8_t* groups, size_t n_groups, size_t n, const uint8_t* const* acts, float* const* outs) {
-    dot_groups_q6_k_tokens<4>(groups, n_groups, n, acts, outs);
+    RILL_Q6_K_GROUPS<4>(groups, n_groups, n, acts, outs);
 }
-#undef RILL_Q6_K_SUMS
+#undef RILL_Q6_K_GROUPS
 
 // ---- Float weights: F32 F16 BF16, float activations ---------------------------------------------
 

@@ -64,7 +64,6 @@ static void dot_groups_q4_k_512(const uint8_t* groups, size_t n_groups, size_t n
         for (int t = 0; t < T; ++t) acc[t] = mins[t] = zero_f();
         for (size_t b = 0; b < nb; ++b) {
             const uint8_t* chunk = base + b * 1152;
-            prefetch_ahead(chunk, 1152);
             const auto packed = [&](int r) { return chunk + 32 + 12 * r; };
             // Rows in lane order: the even rows' scales in one register, the odd rows' in the other.
             const __m512i even = q4_k_unpack_scales4(packed(0), packed(2), packed(4), packed(6));
@@ -79,6 +78,7 @@ static void dot_groups_q4_k_512(const uint8_t* groups, size_t n_groups, size_t n
                 total[t] = _mm512_setzero_si512();
             }
             for (int k = 0; k < 4; ++k) {
+                prefetch_ahead_part(chunk, 1152, k, 4);
                 __m512i lo_sum[T], hi_sum[T];
                 for (int t = 0; t < T; ++t) lo_sum[t] = hi_sum[t] = _mm512_setzero_si512();
                 for (int piece = 0; piece < 4; ++piece) {

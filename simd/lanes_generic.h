@@ -207,6 +207,24 @@ static inline I16x16 pick_row_bytes(I8x32 rows, int j) {
     for (int i = 0; i < 16; ++i) r.h[i] = rows.b[8 * (i / 4) + j];
     return r;
 }
+// Sixteen signed bytes as words, in order.
+static inline I16x16 widen_i8x16(const int8_t* p) {
+    I16x16 r;
+    for (int i = 0; i < 16; ++i) r.h[i] = p[i];
+    return r;
+}
+// Words alternating lo, hi.
+static inline I16x16 splat16_pair(int16_t lo, int16_t hi) {
+    I16x16 r;
+    for (int i = 0; i < 16; ++i) r.h[i] = i % 2 ? hi : lo;
+    return r;
+}
+// Words 4q..4q+3 are p[2q] sign-extended, q < 4.
+static inline I16x16 widen_spread4(const int8_t* p) {
+    I16x16 r;
+    for (int i = 0; i < 16; ++i) r.h[i] = p[2 * (i / 4)];
+    return r;
+}
 // Lane i of the result is lane idx[i] of a.
 static inline I32x8 permute32(I32x8 a, const int32_t* idx) {
     I32x8 r;
