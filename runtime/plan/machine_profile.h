@@ -15,7 +15,9 @@
 namespace rill {
 
 // Bumped whenever what is measured or how changes, so an old cache is measured again.
-inline constexpr int kMachineProfileVersion = 8;  // 6: the int8 GEMM, and prompt attention on oneDNN on the avx512 path; 7: medians of rounds; 8: prompt probe on the calibrated backend
+// 6: the int8 GEMM, and prompt attention on oneDNN on the avx512 path; 7: medians of rounds; 8: prompt
+// probe on the calibrated backend; 9: the Q4_K and Q6_K decode kernels work across eight rows
+inline constexpr int kMachineProfileVersion = 9;
 // Prompt tokens per GEMM in the measurement: the default micro-batch, so dequantizing a weight panel
 // is shared by as many tokens as in a real prompt.
 inline constexpr int kProfileBatch = 512;
