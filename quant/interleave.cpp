@@ -8,7 +8,7 @@ namespace {
 
 // Where a block's scales sit, gathered eight at a time: at the start for most types (Q4_K: d then
 // dmin), at the end for Q6_K. Halves, except MXFP4's one exponent byte. The rest of the block is its
-// payload, kept in order.
+// payload, kept in order except for the types whose kernels work across rows (below).
 struct ScaleFields {
     size_t count;
     size_t first_offset;  // offset of the first scale; more follow it contiguously
@@ -34,7 +34,7 @@ void restore_payload(uint8_t* block, const uint8_t* payload, size_t block_bytes,
 }
 
 // Q4_K's and Q6_K's eight payloads are laid out for kernels that work across rows
-// (simd/gemv_q4_k_avx512.inl, gemv_q6_k_avx512.inl): the quant bytes in 8-byte pieces, piece c of
+// (simd/gemv_groups_k.inl, gemv_q4_k_avx512.inl, gemv_q6_k_avx512.inl): the quant bytes in 8-byte pieces, piece c of
 // rows 0..7 side by side, so one 64-byte load holds the same weights of every row and one broadcast
 // activation piece and one scale step serve eight rows. Q4_K: the rows' 12 packed scale bytes in row
 // order, then its 128 quant bytes in pieces. Q6_K: ql's 128 bytes in pieces, qh's 64 in pieces, then
@@ -69,10 +69,12 @@ void spread_across_rows(TensorType type, const uint8_t* rows, uint8_t* out) {
     for (size_t r = 0; r < kInterleave; ++r)
         for (size_t i = 0; i < payload; ++i) out[across_rows(f, r, i)] = rows[r * payload + i];
 }
-// Row r's payload back from the layout above.
+// Row r's payload back from the layout above: the quants a piece at a time, the scales a byte at a time.
 void gather_across_rows(TensorType type, const uint8_t* group, size_t r, uint8_t* row) {
     const CrossRows f = cross_rows(type);
-    for (size_t i = 0; i < f.scale_bytes + f.quant_bytes; ++i) row[i] = group[across_rows(f, r, i)];
+    const size_t quants = f.scales_first ? f.scale_bytes : 0, scales = f.scales_first ? 0 : f.quant_bytes;
+    for (size_t i = 0; i < f.quant_bytes; i += kPiece) std::memcpy(row + quants + i, group + across_rows(f, r, quants + i), kPiece);
+    for (size_t i = 0; i < f.scale_bytes; ++i) row[scales + i] = group[across_rows(f, r, scales + i)];
 }
 
 }  // namespace
@@ -115,15 +117,15 @@ void plain_row(TensorType type, const uint8_t* data, size_t r, size_t row_bytes,
     size_t lane = 0;
     while (size_t(kInterleaveLanes[lane]) != in_group) ++lane;
     const uint8_t* base = data + g * kInterleave * row_bytes;
-    std::vector<uint8_t> gathered(payload);
+    uint8_t gathered[256];  // a Q4_K or Q6_K payload (140 or 208 bytes)
     for (size_t b = 0; b < n_blocks; ++b) {
         const uint8_t* in = base + b * kInterleave * block;
         for (size_t h = 0; h < fields.count; ++h)
             std::memcpy(out + b * block + fields.first_offset + fields.size * h, in + fields.size * (h * kInterleave + lane), fields.size);
         const uint8_t* row_payload = in + header * kInterleave + in_group * payload;
         if (works_across_rows(type)) {
-            gather_across_rows(type, in + header * kInterleave, in_group, gathered.data());
-            row_payload = gathered.data();
+            gather_across_rows(type, in + header * kInterleave, in_group, gathered);
+            row_payload = gathered;
         }
         restore_payload(out + b * block, row_payload, block, fields);
     }

@@ -30,7 +30,7 @@
 namespace rill::simd::avx512 {
 constexpr KernelPath kPath = KernelPath::Avx512;
 #define RILL_LANES_VNNI 1
-#define RILL_LANES_AVX512 1  // 512-bit forms of the kernels that gain from them (MXFP4 groups)
+#define RILL_LANES_AVX512 1  // 512-bit forms of the kernels that gain from them (Q8_0, Q4_K, Q6_K and MXFP4 groups, F16/BF16 rows)
 #include "lanes_avx2.h"
 #include "gemv_body.inl"
 const GemvKernels& kernels() { return kKernels; }

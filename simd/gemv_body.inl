@@ -10,8 +10,7 @@
 // plain read loop; 12 and 16 KiB were no better. tinyllama Q4_K_M tg64: 1.04-1.22x, Q8_0 1.06-1.13x.
 constexpr size_t kPrefetchAhead = 8192;
 
-// Unrolled: a group kernel asks for up to 27 lines per block, and a loop around each request cost
-// it three more instructions, a tenth of the Q6_K group kernel's per-row work once that was 512-bit.
+// Unrolled: a loop around each request had cost a kernel three more instructions per line.
 static inline void prefetch_ahead(const uint8_t* p, size_t n) {
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC unroll 32
@@ -194,10 +193,9 @@ static inline void unpack_k4_scales(const uint8_t* packed, uint8_t scales[8], ui
 }
 
 // One Q4_K super-block times 256 activations, for T tokens at once: the scaled quant products, exact
-// in int32, and in min_parts eight int32 whose total is the sub-block mins times the activation sums
-// (left unsummed so a group kernel sums eight rows' at once). The scales and nibbles are unpacked once
-// for all tokens; integer sums are exact, so each token's result is the same as alone. Shared by the
-// row and group kernels.
+// in int32, and in min_parts eight int32 whose total is the sub-block mins times the activation sums.
+// The scales and nibbles are unpacked once for all tokens; integer sums are exact, so each token's
+// result is the same as alone. The group kernels (gemv_groups_k.inl) sum these same integers.
 template <int T>
 static inline void q4_k_sums(const uint8_t* packed_scales, const uint8_t* qs, const int8_t* const* x, const int16_t* const* sums16,
                              I32x8* sum, I32x8* min_parts) {
@@ -272,7 +270,7 @@ static float dot_row_q5_k(const uint8_t* w, size_t n, const uint8_t* act) {
 
 // One Q6_K super-block's first 208 bytes (ql, qh, scales) times 256 activations: the scaled
 // products of the quants as stored (+32), and in *offset_sum the scales times the activation sums
-// that take the +32 back off. Shared by the row and group kernels.
+// that take the +32 back off. The group kernels (gemv_groups_k.inl) sum these same integers.
 template <int T>
 static inline void q6_k_sums(const uint8_t* blk, const int8_t* const* x, const int16_t* const* sums16, I32x8* sum, int32_t* offset_sum) {
     const int8_t* scales = reinterpret_cast<const int8_t*>(blk + 192);
@@ -296,8 +294,7 @@ static inline void q6_k_sums(const uint8_t* blk, const int8_t* const* x, const i
 }
 
 // One token's Q6_K super-block: in the vector sum the products of the quants as stored (+32), and in
-// *offset_sum the scales times the activation sums that take the +32 back off. Shared by the row and
-// group kernels; q6_k_sums unpacks the quants once for several tokens.
+// *offset_sum the scales times the activation sums that take the +32 back off.
 static inline I32x8 q6_k_sum(const uint8_t* blk, const int8_t* x, const int16_t* sums16, int32_t* offset_sum) {
     I32x8 sum;
     q6_k_sums<1>(blk, &x, &sums16, &sum, offset_sum);

@@ -11,8 +11,8 @@ static constexpr int32_t kHaddToLaneOrder[8] = {0, 4, 2, 6, 1, 5, 3, 7};
 // then the quants with 8-byte pieces of the eight rows side by side (quant/interleave.h). A 32-byte
 // load is four rows' same sixteen weights (eight low nibbles, eight high), so one broadcast activation
 // piece serves them and one word dot product applies four rows' sub-block scales. The integers summed
-// are q4_k_sums', so results are dot_row_q4_k's. T tokens at once share the unpacking, each token's
-// arithmetic the same as alone.
+// are q4_k_sums' (the row kernel's), exact in int32, so every path gives the same bits. T tokens at
+// once share the unpacking, each token's arithmetic the same as alone.
 template <int T>
 static void dot_groups_q4_k_tokens(const uint8_t* groups, size_t n_groups, size_t n, const uint8_t* const* acts, float* const* outs) {
     Act256 a[T];
@@ -93,9 +93,9 @@ static void dot_groups_q4_k_quad(const uint8_t* groups, size_t n_groups, size_t 
 // side by side and the sub-block scales two a row at a time (quant/interleave.h). A 32-byte load is
 // four rows' same eight bytes, so one broadcast activation piece serves the four rows and one word
 // dot product applies their sub-block scales; the scales meet the activation sums (the +32 taken
-// back off) for all eight rows in eight word dot products. The integers summed are q6_k_sums', so
-// results are dot_row_q6_k's. T tokens at once share the unpacking, each token's arithmetic the same
-// as alone.
+// back off) for all eight rows in eight word dot products. The integers summed are q6_k_sums' (the
+// row kernel's), exact in int32, so every path gives the same bits. T tokens at once share the
+// unpacking, each token's arithmetic the same as alone.
 template <int T>
 static void dot_groups_q6_k_tokens(const uint8_t* groups, size_t n_groups, size_t n, const uint8_t* const* acts, float* const* outs) {
     Act256 a[T];
@@ -142,7 +142,7 @@ static void dot_groups_q6_k_tokens(const uint8_t* groups, size_t n_groups, size_
                                             or_bytes(shr_and(l1, 4, 0x0f), shr_and(high, 2, 0x30))};
                         for (int i = 0; i < 4; ++i) {
                             const int sub = 8 * half + 2 * i + j / 2;
-                            const I16x16 scale = widen_spread4(sc + 16 * (sub / 2) + 8 * h + sub % 2);
+                            const I16x16 scale = widen_spread4(sc + 16 * (sub / 2) + 8 * h, sub % 2);
                             for (int t = 0; t < T; ++t) sum[t][h] = add32(sum[t][h], madd16(mul_u8s8(u[i], xs[t][i]), scale));
                         }
                     }

@@ -163,10 +163,10 @@ static inline I16x16 pick_row_bytes(I8x32 rows, int j) {
 static inline I16x16 widen_i8x16(const int8_t* p) { return {_mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)))}; }
 // Words alternating lo, hi.
 static inline I16x16 splat16_pair(int16_t lo, int16_t hi) { return {_mm256_set1_epi32(int32_t(uint16_t(lo)) | int32_t(uint32_t(uint16_t(hi)) << 16))}; }
-// Words 4q..4q+3 are p[2q] sign-extended, q < 4.
-static inline I16x16 widen_spread4(const int8_t* p) {
-    const __m128i bytes = _mm_shuffle_epi8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)), _mm_setr_epi8(0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6));
-    return {_mm256_cvtepi8_epi16(bytes)};
+// Words 4q..4q+3 are p[2q + e] sign-extended, q < 4, e 0 or 1 (reads p[0..7]).
+static inline I16x16 widen_spread4(const int8_t* p, int e) {
+    const __m128i pick = _mm_add_epi8(_mm_setr_epi8(0, 0, 0, 0, 2, 2, 2, 2, 4, 4, 4, 4, 6, 6, 6, 6), _mm_set1_epi8(char(e)));
+    return {_mm256_cvtepi8_epi16(_mm_shuffle_epi8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)), pick))};
 }
 // Lane i of the result is lane idx[i] of a.
 static inline I32x8 permute32(I32x8 a, const int32_t* idx) { return {_mm256_permutevar8x32_epi32(a.v, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(idx)))}; }

@@ -219,10 +219,10 @@ static inline I16x16 splat16_pair(int16_t lo, int16_t hi) {
     for (int i = 0; i < 16; ++i) r.h[i] = i % 2 ? hi : lo;
     return r;
 }
-// Words 4q..4q+3 are p[2q] sign-extended, q < 4.
-static inline I16x16 widen_spread4(const int8_t* p) {
+// Words 4q..4q+3 are p[2q + e] sign-extended, q < 4, e 0 or 1 (reads p[0..7]).
+static inline I16x16 widen_spread4(const int8_t* p, int e) {
     I16x16 r;
-    for (int i = 0; i < 16; ++i) r.h[i] = p[2 * (i / 4)];
+    for (int i = 0; i < 16; ++i) r.h[i] = p[2 * (i / 4) + e];
     return r;
 }
 // Lane i of the result is lane idx[i] of a.
