@@ -23,8 +23,9 @@ namespace rill {
 // Bumped whenever what is measured or how changes, or a backend's kernels change enough to move the
 // choice, so an old cache is measured again.
 // 2: the int8 GEMM takes Q4_K; 3: the amx backend; 4: decode's F16/BF16 row form (rows_ahead);
-// 5: the native Q4_K and Q6_K kernels work across eight rows (about twice and 1.2x the rate)
-inline constexpr int kGemmCalibrationVersion = 5;
+// 5: the native Q4_K and Q6_K kernels work across eight rows (about twice and 1.2x the rate);
+// 6: the F16/BF16 rows' ahead form asks 16 KiB ahead into L2 (was 8 KiB into L1)
+inline constexpr int kGemmCalibrationVersion = 6;
 
 // What a cached calibration must match to be used.
 struct CalibrationKey {
