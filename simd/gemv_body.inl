@@ -25,10 +25,17 @@ static inline void prefetch_ahead(const uint8_t* p, size_t n) {
 // core to 9 GB/s streaming from memory, where the same requests spread over the chunk's eight steps
 // streamed 14-15 (the requests wait for the core's few miss buffers, and the work behind them waits
 // too); chunks of a few lines (Q4_0, Q8_0) spread their requests by themselves.
-static inline void prefetch_ahead_part(const uint8_t* p, size_t n, int part, int parts) {
-    const size_t lines = (n + 63) / 64, per = (lines + size_t(parts) - 1) / size_t(parts);
-    const size_t first = size_t(part) * per, last = std::min(lines, first + per);
-    for (size_t l = first; l < last; ++l) prefetch(p + kPrefetchAhead + 64 * l);
+// Sizes are constants, so each part is a fixed run of unrolled requests.
+template <size_t kBytes, int kParts>
+static inline void prefetch_ahead_part(const uint8_t* p, int part) {
+    constexpr size_t lines = (kBytes + 63) / 64, per = (lines + size_t(kParts) - 1) / size_t(kParts);
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC unroll 8
+#else
+#pragma unroll 8
+#endif
+    for (size_t i = 0; i < per; ++i)
+        if (size_t(part) * per + i < lines) prefetch(p + kPrefetchAhead + 64 * (size_t(part) * per + i));
 }
 
 static inline uint16_t read_u16(const uint8_t* p) { uint16_t v; std::memcpy(&v, p, 2); return v; }

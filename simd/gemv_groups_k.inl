@@ -41,7 +41,7 @@ static void dot_groups_q4_k_tokens(const uint8_t* groups, size_t n_groups, size_
             I32x8 sum[T][2];
             for (int t = 0; t < T; ++t) sum[t][0] = sum[t][1] = zero32();
             for (int k = 0; k < 4; ++k) {
-                prefetch_ahead_part(chunk, 1152, k, 4);
+                prefetch_ahead_part<1152, 4>(chunk, k);
                 const I16x16 scale_lo[2] = {pick_row_bytes(row_scales[0], 2 * k), pick_row_bytes(row_scales[1], 2 * k)};
                 const I16x16 scale_hi[2] = {pick_row_bytes(row_scales[0], 2 * k + 1), pick_row_bytes(row_scales[1], 2 * k + 1)};
                 for (int piece = 0; piece < 4; ++piece) {
@@ -74,6 +74,12 @@ static void dot_groups_q4_k_tokens(const uint8_t* groups, size_t n_groups, size_
 }
 
 #if defined(RILL_LANES_AVX512)
+// The 512-bit kernels hold row r in dword pair (2r, 2r+1), one row per 64-bit lane: the pairs added
+// and the eight totals put in kInterleaveLanes order [0 2 4 6 1 3 5 7], where the scales lie.
+static inline __m256i row_pairs_in_lane_order(__m512i v) {
+    const __m512i pair_sums = _mm512_add_epi32(v, _mm512_shuffle_epi32(v, _MM_PERM_CDAB));
+    return _mm512_castsi512_si256(_mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 2, 6, 10, 14, 0, 0, 0, 0, 0, 0, 0, 0), pair_sums));
+}
 #include "gemv_q4_k_avx512.inl"
 #define RILL_Q4_K_GROUPS dot_groups_q4_k_512
 #else
@@ -127,7 +133,7 @@ static void dot_groups_q6_k_tokens(const uint8_t* groups, size_t n_groups, size_
             }
             for (int half = 0; half < 2; ++half) {
                 for (int j = 0; j < 4; ++j) {
-                    prefetch_ahead_part(chunk, 1680, 4 * half + j, 8);
+                    prefetch_ahead_part<1680, 8>(chunk, 4 * half + j);
                     // Weights 128 half + 32 i + 8 j .. +7 come from piece j of ql's low (i even) or
                     // high (i odd) 32 bytes of this half, nibble i / 2, and of qh, bit pair i.
                     I8x32 xs[T][4];

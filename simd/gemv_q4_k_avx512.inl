@@ -56,8 +56,6 @@ static void dot_groups_q4_k_512(const uint8_t* groups, size_t n_groups, size_t n
     for (int k = 0; k < 4; ++k)
         scale_pick[k] = _mm512_broadcast_i32x4(_mm_setr_epi8(char(k), -1, -1, -1, char(k), -1, -1, -1, char(8 + k), -1, -1, -1, char(8 + k), -1, -1, -1));
     const __m512i min_words = _mm512_broadcast_i32x4(_mm_setr_epi8(4, -1, 5, -1, 6, -1, 7, -1, 12, -1, 13, -1, 14, -1, 15, -1));
-    // Dword pairs (2r, 2r+1) hold row r after the pairs are added; lane order is [0 2 4 6 1 3 5 7].
-    const __m512i to_lane_order = _mm512_setr_epi32(0, 4, 8, 12, 2, 6, 10, 14, 0, 0, 0, 0, 0, 0, 0, 0);
     for (size_t g = 0; g < n_groups; ++g) {
         const uint8_t* base = groups + g * nb * 1152;
         F32x8 acc[T], mins[T];
@@ -78,7 +76,7 @@ static void dot_groups_q4_k_512(const uint8_t* groups, size_t n_groups, size_t n
                 total[t] = _mm512_setzero_si512();
             }
             for (int k = 0; k < 4; ++k) {
-                prefetch_ahead_part(chunk, 1152, k, 4);
+                prefetch_ahead_part<1152, 4>(chunk, k);
                 __m512i lo_sum[T], hi_sum[T];
                 for (int t = 0; t < T; ++t) lo_sum[t] = hi_sum[t] = _mm512_setzero_si512();
                 for (int piece = 0; piece < 4; ++piece) {
@@ -105,8 +103,7 @@ static void dot_groups_q4_k_512(const uint8_t* groups, size_t n_groups, size_t n
                 block_sums[t] = _mm512_broadcast_i32x4(_mm256_cvtepi32_epi16(pairs));
             }
             for (int t = 0; t < T; ++t) {
-                const __m512i pair_sums = _mm512_add_epi32(total[t], _mm512_shuffle_epi32(total[t], _MM_PERM_CDAB));
-                const __m256i rows = _mm512_castsi512_si256(_mm512_permutexvar_epi32(to_lane_order, pair_sums));
+                const __m256i rows = row_pairs_in_lane_order(total[t]);
                 // Each row's mins times the sub-block sums, the eight rows in lane order.
                 const __m256i min_totals = lane_totals4x2(_mm512_madd_epi16(_mm512_shuffle_epi8(even, min_words), block_sums[t]),
                                                           _mm512_madd_epi16(_mm512_shuffle_epi8(odd, min_words), block_sums[t]));

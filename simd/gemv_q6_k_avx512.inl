@@ -45,8 +45,6 @@ static void dot_groups_q6_k_512(const uint8_t* groups, size_t n_groups, size_t n
         for (int w = 0; w < 32; ++w) index[w] = int16_t(4 * m + 2 * (w / 16) + w % 2);
         sum_pick[m] = _mm512_load_si512(index);
     }
-    // Dword pairs (2r, 2r+1) hold row r after the pairs are added; lane order is [0 2 4 6 1 3 5 7].
-    const __m512i to_lane_order = _mm512_setr_epi32(0, 4, 8, 12, 2, 6, 10, 14, 0, 0, 0, 0, 0, 0, 0, 0);
     const __m256i rows_to_lane_order = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
     for (size_t g = 0; g < n_groups; ++g) {
         const uint8_t* base = groups + g * nb * 1680;
@@ -82,7 +80,7 @@ static void dot_groups_q6_k_512(const uint8_t* groups, size_t n_groups, size_t n
                         scale[i][s] = _mm512_srai_epi16(_mm512_shuffle_epi8(pair, scale_pick[sub % 2]), 8);
                     }
                 for (int j = 0; j < 4; ++j) {
-                    prefetch_ahead_part(chunk, 1680, 4 * half + j, 8);
+                    prefetch_ahead_part<1680, 8>(chunk, 4 * half + j);
                     const __m512i l0 = load_halves(ql + 64 * (8 * half + j)), l1 = load_halves(ql + 64 * (8 * half + 4 + j));
                     const __m512i high = load_halves(qh + 64 * (4 * half + j));
                     const __m512i u[4] = {_mm512_or_si512(_mm512_and_si512(l0, low4), _mm512_and_si512(_mm512_slli_epi16(high, 4), bits45)),
@@ -99,8 +97,7 @@ static void dot_groups_q6_k_512(const uint8_t* groups, size_t n_groups, size_t n
                 }
             }
             for (int t = 0; t < T; ++t) {
-                const __m512i pair_sums = _mm512_add_epi32(total[t], _mm512_shuffle_epi32(total[t], _MM_PERM_CDAB));
-                const __m256i rows = _mm512_castsi512_si256(_mm512_permutexvar_epi32(to_lane_order, pair_sums));
+                const __m256i rows = row_pairs_in_lane_order(total[t]);
                 const F32x8 scale = mul_f(load_f16(chunk), splat_f(a[t].d[b]));
                 acc[t] = fma_f(to_f32({rows}), scale, acc[t]);
                 offsets[t] = fma_f(to_f32({offset[t]}), mul_f(scale, splat_f(32.0f)), offsets[t]);
