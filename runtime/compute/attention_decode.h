@@ -6,15 +6,18 @@
 #include <vector>
 
 #include "runtime/compute/kv_cache.h"
+#include "runtime/compute/recurrent_state.h"
 #include "runtime/model/model.h"
 #include "simd/gemv.h"
 
 namespace rill {
 
-// A token's cache and position: it is stored at `pos` and attends to 0 .. pos.
+// A token's cache and position: it is stored at `pos` and attends to 0 .. pos; its sequence's
+// recurrent state, for a model with recurrent layers.
 struct KvPlace {
     KvCache* kv;
     int pos;
+    RecurrentState* recurrent = nullptr;
 };
 
 // Per-thread buffers: scores for up to n_ctx positions of each head a thread takes at once (the

@@ -52,7 +52,8 @@ void rope_angles(const RopeParams& r, int n_rot, const Weight& freq_factors, int
         hi = std::min(float(n_rot - 1), std::ceil(corr(r.beta_slow)));
     }
     for (int i = 0; i < n_rot / 2; ++i) {
-        double extrap = double(pos) * std::pow(double(r.freq_base), -2.0 * i / n_rot);
+        const bool turns = r.pair_turns.empty() || r.pair_turns[size_t(i)];
+        double extrap = double(turns ? pos : 0) * std::pow(double(r.freq_base), -2.0 * i / n_rot);
         if (factors) extrap /= factors[i];
         double angle = extrap * r.freq_scale;
         if (r.ext_factor != 0) {

@@ -47,6 +47,25 @@ const Architecture kArchitectures[] = {
      .gating = Gating::TopKSoftmax,
      .expert_biases = true,
      .ffn_norm = "post_attention_norm"},
+    // Qwen3.5 / 3.6 (llama.cpp's src/models/qwen35.cpp, qwen35moe.cpp): three of every four layers are
+    // Gated DeltaNet, the fourth gated attention with partial IMROPE; the norm before the FFN is named
+    // post_attention_norm.
+    {.name = "qwen35",
+     .rope_style = RopeStyle::Neox,
+     .qk_norm = QkNorm::PerHead,
+     .ffn_norm = "post_attention_norm",
+     .gated_delta_net = true,
+     .attn_output_gate = true,
+     .rope_sections = true},
+    {.name = "qwen35moe",
+     .rope_style = RopeStyle::Neox,
+     .qk_norm = QkNorm::PerHead,
+     .moe = true,
+     .ffn_norm = "post_attention_norm",
+     .gated_delta_net = true,
+     .attn_output_gate = true,
+     .shared_expert = true,
+     .rope_sections = true},
 };
 
 std::string join(const std::vector<std::string>& items) {
@@ -107,7 +126,59 @@ void read_rope(const GgufFile& f, const std::string& p, Hparams& hp) {
         return;
     }
     const float base_swa = hp.arch == "olmo2" ? r.freq_base : number(f, p + "rope.freq_base_swa", 10000.0, 0, 1e12);
-    hp.rope_local = RopeParams{.freq_base = base_swa, .n_ctx_orig = r.n_ctx_orig};
+    hp.rope_local = RopeParams{.freq_base = base_swa, .n_ctx_orig = r.n_ctx_orig, .pair_turns = {}};
+}
+
+// Gated DeltaNet sizes and which layers are recurrent: attention.recurrent_layers when the file has
+// it, else every layer but each full_attention_interval-th (default 4), as llama.cpp's qwen35 loader.
+void read_delta_net(const GgufFile& f, const std::string& p, Hparams& hp) {
+    SsmParams& s = hp.ssm;
+    s.conv_kernel = required_int(f, p + "ssm.conv_kernel", 64);
+    s.state_size = required_int(f, p + "ssm.state_size", 4096);
+    s.n_k_heads = required_int(f, p + "ssm.group_count", 4096);
+    s.n_v_heads = required_int(f, p + "ssm.time_step_rank", 4096);
+    const int inner = required_int(f, p + "ssm.inner_size");
+    if (inner != s.value_dim())
+        throw Error(f.name() + ": metadata '" + p + "ssm.inner_size' is " + std::to_string(inner) + ", not time_step_rank × state_size (" +
+                    std::to_string(s.value_dim()) + ")");
+    if (s.n_v_heads % s.n_k_heads != 0)
+        throw Error(f.name() + ": metadata '" + p + "ssm.time_step_rank' (" + std::to_string(s.n_v_heads) +
+                    " value heads) is not a multiple of ssm.group_count (" + std::to_string(s.n_k_heads) + " key heads)");
+    if (uint64_t(s.n_v_heads) * uint64_t(s.state_size) * uint64_t(s.state_size) > (uint64_t(1) << 28))
+        throw Error(f.name() + ": a Gated DeltaNet state of " + std::to_string(s.n_v_heads) + " heads of " + std::to_string(s.state_size) +
+                    "² floats is larger than rill allows (256M values per layer)");
+    hp.layer_recurrent.assign(size_t(hp.n_layer), 0);
+    const std::vector<int64_t> listed = f.get_int_array(p + "attention.recurrent_layers");
+    if (!listed.empty()) {
+        if (listed.size() < size_t(hp.n_layer))
+            throw Error(f.name() + ": metadata '" + p + "attention.recurrent_layers' has " + std::to_string(listed.size()) +
+                        " entries for " + std::to_string(hp.n_layer) + " layers");
+        for (int l = 0; l < hp.n_layer; ++l) hp.layer_recurrent[size_t(l)] = listed[size_t(l)] != 0;
+        return;
+    }
+    const int interval = f.find(p + "full_attention_interval") ? required_int(f, p + "full_attention_interval", 1u << 16) : 4;
+    for (int l = 0; l < hp.n_layer; ++l) hp.layer_recurrent[size_t(l)] = (l + 1) % interval != 0;
+}
+
+// rope.dimension_sections: which position component each rotated pair takes (ggml_mrope_cache_init's
+// interleaved form). Only the fourth component is not the text position.
+void read_rope_sections(const GgufFile& f, const std::string& p, Hparams& hp) {
+    const std::vector<int64_t> sections = f.get_int_array(p + "rope.dimension_sections");
+    if (sections.empty()) return;  // every pair takes the text position
+    int64_t total = 0;
+    for (const int64_t v : sections) {
+        if (v < 0 || v > 65536) throw Error(f.name() + ": metadata '" + p + "rope.dimension_sections' has an entry " + std::to_string(v));
+        total += v;
+    }
+    if (sections.size() != 4 || total == 0)
+        throw Error(f.name() + ": metadata '" + p + "rope.dimension_sections' must be 4 counts that are not all zero");
+    std::vector<uint8_t> turns(size_t(hp.n_rot / 2));
+    for (size_t i = 0; i < turns.size(); ++i) {
+        const int64_t sector = int64_t(i) % total;
+        turns[i] = (sector % 3 == 0 && sector < 3 * sections[0]) || (sector % 3 == 1 && sector < 3 * sections[1]) ||
+                   (sector % 3 == 2 && sector < 3 * sections[2]);
+    }
+    hp.rope.pair_turns = std::move(turns);
 }
 
 }  // namespace
@@ -125,6 +196,12 @@ std::vector<std::string> supported_architectures() {
 }
 
 float Hparams::kq_scale() const { return attention_scale > 0 ? attention_scale : 1.0f / std::sqrt(float(head_dim)); }
+
+int Hparams::n_recurrent() const {
+    int n = 0;
+    for (const uint8_t r : layer_recurrent) n += r;
+    return n;
+}
 
 bool Hparams::any_sliding() const {
     for (const uint8_t s : layer_sliding)
@@ -156,7 +233,17 @@ Hparams read_hparams(const GgufFile& f) {
 
     hp.n_embd = required_int(f, p + "embedding_length");
     hp.n_layer = required_int(f, p + "block_count", 1024);
-    hp.n_ff = required_int(f, p + "feed_forward_length");
+    // MTP/NextN blocks follow the main ones and are counted in block_count; the main pass skips them.
+    if (f.find(p + "nextn_predict_layers")) {
+        const auto nextn = f.get_uint(p + "nextn_predict_layers");
+        if (*nextn >= uint64_t(hp.n_layer))
+            throw Error(f.name() + ": metadata '" + p + "nextn_predict_layers' is " + std::to_string(*nextn) +
+                        ", not fewer than block_count " + std::to_string(hp.n_layer));
+        hp.n_nextn = int(*nextn);
+        hp.n_layer -= hp.n_nextn;
+    }
+    // Qwen3.5-MoE configs have no dense width, so their files carry no feed_forward_length.
+    hp.n_ff = a.moe && !f.find(p + "feed_forward_length") ? 0 : required_int(f, p + "feed_forward_length");
     hp.n_head = required_int(f, p + "attention.head_count", 4096);
     hp.n_head_kv = f.find(p + "attention.head_count_kv") ? required_int(f, p + "attention.head_count_kv", 4096) : hp.n_head;
     hp.n_ctx_train = required_int(f, p + "context_length");
@@ -210,7 +297,11 @@ Hparams read_hparams(const GgufFile& f) {
             throw Error(f.name() + ": metadata '" + p + "expert_used_count' is " + std::to_string(hp.n_expert_used) +
                         ", more than expert_count " + std::to_string(hp.n_expert));
         hp.n_ff_exp = f.find(p + "expert_feed_forward_length") ? required_int(f, p + "expert_feed_forward_length") : hp.n_ff;
+        if (hp.n_ff_exp == 0) throw Error(f.name() + ": metadata '" + p + "expert_feed_forward_length' is missing");
+        if (a.shared_expert) hp.n_ff_shexp = required_int(f, p + "expert_shared_feed_forward_length");
     }
+    if (a.gated_delta_net) read_delta_net(f, p, hp);
+    if (a.rope_sections) read_rope_sections(f, p, hp);
     if (hp.arch == "gpt-oss" && !f.find(p + "attention.sliding_window"))
         throw Error(f.name() + ": metadata '" + p + "attention.sliding_window' is missing");
     int swa_pattern = 0;

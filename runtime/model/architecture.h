@@ -2,6 +2,7 @@
 // (session.cpp) reads, and the hyperparameters a file's metadata gives, with llama.cpp's defaults
 // where a key is missing (src/llama-model.cpp and src/models/<family>.cpp).
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,12 @@ struct Architecture {
     Gating gating = Gating::SoftmaxTopK;
     bool expert_biases = false;    // router and expert biases (gpt-oss)
     const char* ffn_norm = "ffn_norm";  // the FFN's pre-norm (gpt-oss calls it post_attention_norm)
+    // Gated DeltaNet layers in place of attention on all but every full_attention_interval-th layer
+    // (qwen35): a recurrent block, runtime/compute/delta_net.h.
+    bool gated_delta_net = false;
+    bool attn_output_gate = false;  // attn_q holds [q_h | gate_h] per head; the output is multiplied by σ(gate)
+    bool shared_expert = false;     // ffn_*_shexp beside the routed experts, scaled by σ(ffn_gate_inp_shexp·x)
+    bool rope_sections = false;     // rope.dimension_sections: interleaved multi-axis RoPE (IMROPE)
 };
 
 // The family a file names, or nullptr.
@@ -55,6 +62,20 @@ struct RopeParams {
     float attn_factor = 1.0f;  // cos and sin are multiplied by this (YaRN's and LongRoPE's magnitude)
     float beta_fast = 32.0f, beta_slow = 1.0f;
     int n_ctx_orig = 0;        // the context the scaling extends
+    // IMROPE (ggml_rope_multi): pair i takes the position component of its sector i % Σsections; a text
+    // token's position is (p, p, p, 0), so a pair whose sector falls to the fourth component does not
+    // turn. Empty: every pair takes p.
+    std::vector<uint8_t> pair_turns;
+};
+
+// A Gated DeltaNet layer's sizes (ssm.* keys): a causal convolution of conv_kernel taps over
+// conv_dim() channels (q | k | v), n_k_heads query/key heads and n_v_heads value heads of state_size,
+// one state_size × state_size matrix per value head.
+struct SsmParams {
+    int conv_kernel = 0, state_size = 0, n_k_heads = 0, n_v_heads = 0;
+    int key_dim() const { return n_k_heads * state_size; }
+    int value_dim() const { return n_v_heads * state_size; }
+    int conv_dim() const { return 2 * key_dim() + value_dim(); }
 };
 
 struct Hparams {
@@ -82,6 +103,10 @@ struct Hparams {
     int n_swa = 0;                      // window of the sliding layers; 0: none
     std::vector<uint8_t> layer_sliding;  // per layer: 1 if it attends to its last n_swa positions only
     std::vector<uint8_t> layer_rope;     // per layer: 1 if it rotates q and k
+    std::vector<uint8_t> layer_recurrent;  // per layer: 1 for a Gated DeltaNet layer (no KV cache)
+    SsmParams ssm;
+    int n_ff_shexp = 0;  // the shared expert's width
+    int n_nextn = 0;     // MTP/NextN blocks after the main ones (block_count counts them); not run
 
     int q_dim() const { return n_head * head_dim; }
     int kv_dim() const { return n_head_kv * head_dim; }
@@ -90,6 +115,8 @@ struct Hparams {
     bool uses_rope(int layer) const { return layer_rope.empty() || layer_rope[size_t(layer)]; }
     int window(int layer) const { return sliding(layer) ? n_swa : 0; }  // 0: every earlier position
     bool any_sliding() const;
+    bool recurrent(int layer) const { return !layer_recurrent.empty() && layer_recurrent[size_t(layer)]; }
+    int n_recurrent() const;
 };
 
 // Reads and checks every hyperparameter; errors name the file and the key.

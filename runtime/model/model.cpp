@@ -61,7 +61,9 @@ static void interleave_matrices(Model& m) {
     std::unordered_map<const GgufTensor*, GgufTensor*> slices;
     for (GgufTensor& t : m.expert_slices) slices.emplace(&t, &t);
     for (LayerWeights& L : m.layers) {
-        for (Weight* w : {&L.wq, &L.wk, &L.wv, &L.wqkv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down, &L.router}) add(*w, nullptr);
+        for (Weight* w : {&L.wq, &L.wk, &L.wv, &L.wqkv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down, &L.router, &L.shexp_gate,
+                          &L.shexp_up, &L.shexp_down, &L.ssm_in, &L.ssm_z, &L.ssm_out})
+            add(*w, nullptr);
         for (std::vector<Weight>* experts : {&L.gate_exps, &L.up_exps, &L.down_exps})
             for (Weight& w : *experts) add(w, slices.at(w.tensor));
     }
@@ -136,7 +138,34 @@ static void load_experts(Model& m) {
         L.b_down_exps = tensor(f, b + "ffn_down_exps.bias", {e, n}, a.expert_biases);
         for (const Weight* w : {&L.b_router, &L.b_gate_exps, &L.b_up_exps, &L.b_down_exps})
             if (*w && w->type() != TensorType::F32) throw Error(f.name() + ": tensor '" + w->tensor->name + "' must be F32");
+        if (a.shared_expert) {
+            const uint64_t fs = uint64_t(hp.n_ff_shexp);
+            // The converter writes the HF Linear(n_embd, 1) as [n_embd, 1]; llama-quantize's output has it 1-D.
+            const GgufTensor* g = f.find_tensor(b + "ffn_gate_inp_shexp.weight");
+            L.shexp_gate_inp = tensor(f, b + "ffn_gate_inp_shexp.weight", g && g->n_dims == 1 ? std::vector<uint64_t>{e} : std::vector<uint64_t>{e, 1});
+            L.shexp_gate = tensor(f, b + "ffn_gate_shexp.weight", {e, fs});
+            L.shexp_up = tensor(f, b + "ffn_up_shexp.weight", {e, fs});
+            L.shexp_down = tensor(f, b + "ffn_down_shexp.weight", {fs, e});
+        }
     }
+}
+
+// A Gated DeltaNet layer's tensors, with the shapes llama.cpp's qwen35 loader gives them.
+static void load_delta_net(const GgufFile& f, const Hparams& hp, const std::string& b, LayerWeights& L) {
+    const SsmParams& s = hp.ssm;
+    const uint64_t e = uint64_t(hp.n_embd), hv = uint64_t(s.n_v_heads);
+    L.ssm_in = tensor(f, b + "attn_qkv.weight", {e, uint64_t(s.conv_dim())});
+    L.ssm_z = tensor(f, b + "attn_gate.weight", {e, uint64_t(s.value_dim())});
+    L.ssm_conv = tensor(f, b + "ssm_conv1d.weight", {uint64_t(s.conv_kernel), uint64_t(s.conv_dim())});
+    L.ssm_alpha = tensor(f, b + "ssm_alpha.weight", {e, hv});
+    L.ssm_beta = tensor(f, b + "ssm_beta.weight", {e, hv});
+    L.ssm_dt_bias = tensor(f, b + "ssm_dt.bias", {hv});
+    L.ssm_a = tensor(f, b + "ssm_a", {hv});
+    L.ssm_norm = tensor(f, b + "ssm_norm.weight", {uint64_t(s.state_size)});
+    L.ssm_out = tensor(f, b + "ssm_out.weight", {uint64_t(s.value_dim()), e});
+    for (const Weight* w : {&L.ssm_conv, &L.ssm_dt_bias, &L.ssm_a, &L.ssm_norm})
+        if (w->type() != TensorType::F32)
+            throw Error(f.name() + ": tensor '" + w->tensor->name + "' must be F32, not " + std::string(traits(w->type()).name));
 }
 
 std::unique_ptr<Model> model_from_gguf(GgufFile file, bool interleave) {
@@ -169,24 +198,28 @@ std::unique_ptr<Model> model_from_gguf(GgufFile file, bool interleave) {
         const std::string b = "blk." + std::to_string(l) + ".";
         LayerWeights L;
         L.attn_norm = tensor(f, b + "attn_norm.weight", {e}, a.pre_norms);
-        if (a.fused_qkv && f.find_tensor(b + "attn_qkv.weight")) {
+        if (hp.recurrent(l)) {
+            load_delta_net(f, hp, b, L);
+        } else if (a.fused_qkv && f.find_tensor(b + "attn_qkv.weight")) {
             L.wqkv = tensor(f, b + "attn_qkv.weight", {e, q + 2 * kv});
             L.bqkv = tensor(f, b + "attn_qkv.bias", {q + 2 * kv}, false);
         } else {
-            L.wq = tensor(f, b + "attn_q.weight", {e, q});
+            L.wq = tensor(f, b + "attn_q.weight", {e, a.attn_output_gate ? 2 * q : q});
             L.wk = tensor(f, b + "attn_k.weight", {e, kv});
             L.wv = tensor(f, b + "attn_v.weight", {e, kv});
             L.bq = tensor(f, b + "attn_q.bias", {q}, a.qkv_bias);
             L.bk = tensor(f, b + "attn_k.bias", {kv}, a.qkv_bias);
             L.bv = tensor(f, b + "attn_v.bias", {kv}, a.qkv_bias);
         }
-        if (a.qk_norm != QkNorm::None) {
+        if (a.qk_norm != QkNorm::None && !hp.recurrent(l)) {
             const bool per_head = a.qk_norm == QkNorm::PerHead;
             L.q_norm = tensor(f, b + "attn_q_norm.weight", {per_head ? d : q});
             L.k_norm = tensor(f, b + "attn_k_norm.weight", {per_head ? d : kv});
         }
-        L.wo = tensor(f, b + "attn_output.weight", {q, e});
-        L.bo = tensor(f, b + "attn_output.bias", {e}, false);
+        if (!hp.recurrent(l)) {
+            L.wo = tensor(f, b + "attn_output.weight", {q, e});
+            L.bo = tensor(f, b + "attn_output.bias", {e}, false);
+        }
         if (a.post_norms) {
             L.attn_post_norm = tensor(f, b + "post_attention_norm.weight", {e});
             L.ffn_post_norm = tensor(f, b + "post_ffw_norm.weight", {e});

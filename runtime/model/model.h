@@ -42,6 +42,14 @@ struct LayerWeights {
     Weight router, b_router;
     std::vector<Weight> gate_exps, up_exps, down_exps;
     Weight b_gate_exps, b_up_exps, b_down_exps;
+    // The shared expert every token takes beside its routed ones (qwen35moe), weighted by
+    // σ(shexp_gate_inp · x).
+    Weight shexp_gate_inp, shexp_gate, shexp_up, shexp_down;
+    // A Gated DeltaNet layer in place of attention (qwen35): the in-projection to the convolved
+    // q | k | v channels (stored as attn_qkv), the output gate z (attn_gate), the convolution's taps,
+    // the decay (ssm_alpha, ssm_dt.bias, ssm_a) and update strength (ssm_beta) per value head, the
+    // gated norm's gain and the out-projection.
+    Weight ssm_in, ssm_z, ssm_conv, ssm_alpha, ssm_beta, ssm_dt_bias, ssm_a, ssm_norm, ssm_out;
 };
 
 struct Model {

@@ -33,6 +33,7 @@ void check_token_ids(const Hparams& hp, std::span<const int32_t> tokens) {
 }  // namespace
 
 int kv_layer_slots(const Hparams& hp, int layer, int n_ctx, int n_batch) {
+    if (hp.recurrent(layer)) return 0;  // its state is the recurrent one
     return hp.sliding(layer) ? std::min(n_ctx, hp.n_swa + std::max(1, n_batch)) : n_ctx;
 }
 
@@ -52,11 +53,12 @@ Session::Session(const Model& model, const SessionOptions& options)
     std::vector<int> capacity(size_t(hp.n_layer));
     for (int l = 0; l < hp.n_layer; ++l) capacity[size_t(l)] = kv_layer_slots(hp, l, n_ctx_, n_batch_);
     kv_ = KvCache(options.kv_types, hp.n_layer, n_ctx_, hp.kv_dim(), hp.head_dim, std::move(capacity));
+    recurrent_ = RecurrentState(hp);
     // LongRoPE: llama.cpp picks the long factors when the context exceeds the original one.
     rope_factors_ = model.rope_freqs ? model.rope_freqs
                     : n_ctx_ > hp.rope.n_ctx_orig ? model.rope_factors_long
                                                   : model.rope_factors_short;
-    const int widest = std::max({hp.n_embd, hp.n_ff, hp.n_ff_exp, hp.q_dim()});
+    const int widest = std::max({hp.n_embd, hp.n_ff, hp.n_ff_exp, hp.q_dim(), hp.n_ff_shexp, hp.ssm.value_dim()});
     scratch_ = MatmulScratch(choose_kernel_path(options.kernels), most_threads, size_t(widest),
                              options.gemm);
     scratch_.table = options.gemm_table;
@@ -64,7 +66,8 @@ Session::Session(const Model& model, const SessionOptions& options)
 }
 
 size_t batch_activation_bytes(const Hparams& hp, int n_batch) {
-    const size_t fused = hp.family && hp.family->fused_qkv ? size_t(hp.q_dim()) + 2 * size_t(hp.kv_dim()) : 0;
+    const size_t fused = hp.family && hp.family->fused_qkv ? size_t(hp.q_dim()) + 2 * size_t(hp.kv_dim())
+                         : hp.family && hp.family->attn_output_gate ? 3 * size_t(hp.q_dim()) : 0;
     const size_t per_token = 2 * size_t(hp.n_embd) + 2 * size_t(hp.q_dim()) + 2 * size_t(hp.kv_dim()) + 2 * size_t(hp.n_ff) +
                              2 * size_t(hp.n_rot) + std::max(fused, hp.family && hp.family->fused_gate_up ? 2 * size_t(hp.n_ff) : 0);
     return per_token * size_t(n_batch) * sizeof(float);
@@ -85,7 +88,9 @@ void Session::ensure_batch(int n) {
     rope_.resize(t * hp.n_rot);
     rope_local_.resize(hp.any_sliding() ? t * hp.n_rot : 0);
     const Architecture& a = *hp.family;
-    fused_.resize(std::max(a.fused_qkv ? t * size_t(hp.q_dim() + 2 * hp.kv_dim()) : 0, a.fused_gate_up ? t * 2 * hp.n_ff : 0));
+    fused_.resize(std::max({a.fused_qkv ? t * size_t(hp.q_dim() + 2 * hp.kv_dim()) : 0, a.fused_gate_up ? t * 2 * hp.n_ff : 0,
+                            a.attn_output_gate ? t * 2 * hp.q_dim() : 0}));
+    attn_gate_.resize(a.attn_output_gate ? t * hp.q_dim() : 0);
     capacity_ = n;
 }
 
@@ -112,7 +117,7 @@ std::span<const float> Session::eval(std::span<const int32_t> tokens, bool all_l
 void Session::forward_chunk(std::span<const int32_t> tokens, bool all_logits, float* logits_out) {
     const int n = int(tokens.size());
     places_.resize(size_t(n));
-    for (int t = 0; t < n; ++t) places_[size_t(t)] = {&kv_, pos_ + t};
+    for (int t = 0; t < n; ++t) places_[size_t(t)] = {&kv_, pos_ + t, &recurrent_};
     forward_layers(tokens, places_, true, n > 1 ? n_threads_batch_ : n_threads_);
     pos_ += n;
     high_water_ = std::max(high_water_, pos_);
@@ -125,9 +130,8 @@ void Session::forward_chunk(std::span<const int32_t> tokens, bool all_logits, fl
 
 void Session::forward_layers(std::span<const int32_t> tokens, std::span<const KvPlace> places, bool one_sequence, int n_threads) {
     const Hparams& hp = model_.hp;
-    const Architecture& arch = *hp.family;
     const int n = int(tokens.size());
-    const int E = hp.n_embd, Q = hp.q_dim(), KV = hp.kv_dim(), F = hp.n_ff, D = hp.head_dim;
+    const int E = hp.n_embd;
     ensure_batch(n);
     // Rows of different sequences stay on the decode kernels, whose per-row arithmetic does not
     // depend on the batch: a stream's text must not change with who else is being served.
@@ -164,69 +168,126 @@ void Session::forward_layers(std::span<const int32_t> tokens, std::span<const Kv
             else std::copy_n(row(x_, t, E), E, row(xn_, t, E));
     };
 
+    // Each layer: x += mixer(norm(x)), then x += ffn(norm(x)); the mixer is attention, or a recurrent
+    // block where the family's description says so.
     for (int l = 0; l < hp.n_layer; ++l) {
         const LayerWeights& L = model_.layers[size_t(l)];
-        // Attention block: x += Wo · attention(rope(norm(Wq·xn)), rope(norm(Wk·xn)), Wv·xn)
         block_input(L.attn_norm);
-        if (L.wqkv) {
-            matmul(L.wqkv, xn_.data(), fused_.data(), n, scratch_);
-            add_bias(L.bqkv, fused_.data(), n, Q + 2 * KV);
-            for (int t = 0; t < n; ++t) {
-                const float* qkv = row(fused_, t, Q + 2 * KV);
-                std::copy_n(qkv, Q, row(q_, t, Q));
-                std::copy_n(qkv + Q, KV, row(k_, t, KV));
-                std::copy_n(qkv + Q + KV, KV, row(v_, t, KV));
-            }
-        } else {
-            const MatmulOutput qkv[] = {{L.wq, q_.data()}, {L.wk, k_.data()}, {L.wv, v_.data()}};
-            matmul(qkv, xn_.data(), n, scratch_);
-        }
-        add_bias(L.bq, q_.data(), n, Q);
-        add_bias(L.bk, k_.data(), n, KV);
-        add_bias(L.bv, v_.data(), n, KV);
-        const bool per_head = arch.qk_norm == QkNorm::PerHead;
-        const bool local = hp.sliding(l);
-        for (int t = 0; t < n; ++t) {
-            float* q = row(q_, t, Q);
-            float* k = row(k_, t, KV);
-            if (L.q_norm) rmsnorm_groups(q, L.q_norm, per_head ? hp.n_head : 1, per_head ? D : Q, hp.rms_eps);
-            if (L.k_norm) rmsnorm_groups(k, L.k_norm, per_head ? hp.n_head_kv : 1, per_head ? D : KV, hp.rms_eps);
-            if (hp.uses_rope(l)) {
-                const float* angles = local ? row(rope_local_, t, hp.n_rot) : row(rope_, t, hp.n_rot);
-                rope(q, hp.n_head, D, hp.n_rot, hp.rope_style, angles);
-                rope(k, hp.n_head_kv, D, hp.n_rot, hp.rope_style, angles);
-            }
-            places[size_t(t)].kv->store(l, places[size_t(t)].pos, k, row(v_, t, KV));
-        }
-        attention(l, n, places, one_sequence);
-        matmul(L.wo, attn_.data(), xn_.data(), n, scratch_);
-        add_bias(L.bo, xn_.data(), n, E);
+        if (hp.recurrent(l)) gated_delta_net(hp, L, l, xn_.data(), n, places, xn_.data(), scratch_, delta_net_);
+        else attention_block(l, n, places, one_sequence);
         add_residual(L.attn_post_norm);
-
-        // Feed-forward block: x += Wdown · (act(Wgate·xn) * Wup·xn), or the chosen experts' sum of it
         block_input(L.ffn_norm);
-        if (arch.moe) {
-            moe_ffn(hp, L, xn_.data(), n, xn_.data(), scratch_, moe_);
-            add_residual(L.ffn_post_norm);
-            continue;
-        }
-        if (L.ffn_gate) {
-            const MatmulOutput gate_up[] = {{L.ffn_gate, gate_.data()}, {L.ffn_up, up_.data()}};
-            matmul(gate_up, xn_.data(), n, scratch_);
-            add_bias(L.b_gate, gate_.data(), n, F);
-            add_bias(L.b_up, up_.data(), n, F);
-        } else {
-            matmul(L.ffn_up, xn_.data(), fused_.data(), n, scratch_);
-            for (int t = 0; t < n; ++t) {
-                std::copy_n(row(fused_, t, 2 * F), F, row(gate_, t, F));
-                std::copy_n(row(fused_, t, 2 * F) + F, F, row(up_, t, F));
-            }
-        }
-        if (arch.activation == Activation::GeluTanh) geglu(gate_.data(), up_.data(), size_t(n) * F, scratch_.n_threads);
-        else swiglu(gate_.data(), up_.data(), size_t(n) * F, scratch_.n_threads);
-        matmul(L.ffn_down, gate_.data(), xn_.data(), n, scratch_);
-        add_bias(L.b_down, xn_.data(), n, E);
+        ffn_block(L, n);
         add_residual(L.ffn_post_norm);
+    }
+}
+
+static float* row_of(std::vector<float>& v, int t, int width) { return &v[size_t(t) * size_t(width)]; }
+
+// xn = Wo · attention(rope(norm(Wq·xn)), rope(norm(Wk·xn)), Wv·xn), each token's keys and values
+// stored in its cache first.
+void Session::attention_block(int l, int n, std::span<const KvPlace> places, bool one_sequence) {
+    const Hparams& hp = model_.hp;
+    const Architecture& arch = *hp.family;
+    const LayerWeights& L = model_.layers[size_t(l)];
+    const int E = hp.n_embd, Q = hp.q_dim(), KV = hp.kv_dim(), D = hp.head_dim;
+    const auto row = row_of;
+    if (arch.attn_output_gate) {
+        // attn_q's rows are [q_h | gate_h] per head
+        const MatmulOutput qkv[] = {{L.wq, fused_.data()}, {L.wk, k_.data()}, {L.wv, v_.data()}};
+        matmul(qkv, xn_.data(), n, scratch_);
+        for (int t = 0; t < n; ++t)
+            for (int h = 0; h < hp.n_head; ++h) {
+                const float* both = row(fused_, t, 2 * Q) + size_t(2 * h * D);
+                std::copy_n(both, D, row(q_, t, Q) + size_t(h * D));
+                std::copy_n(both + D, D, row(attn_gate_, t, Q) + size_t(h * D));
+            }
+    } else if (L.wqkv) {
+        matmul(L.wqkv, xn_.data(), fused_.data(), n, scratch_);
+        add_bias(L.bqkv, fused_.data(), n, Q + 2 * KV);
+        for (int t = 0; t < n; ++t) {
+            const float* qkv = row(fused_, t, Q + 2 * KV);
+            std::copy_n(qkv, Q, row(q_, t, Q));
+            std::copy_n(qkv + Q, KV, row(k_, t, KV));
+            std::copy_n(qkv + Q + KV, KV, row(v_, t, KV));
+        }
+    } else {
+        const MatmulOutput qkv[] = {{L.wq, q_.data()}, {L.wk, k_.data()}, {L.wv, v_.data()}};
+        matmul(qkv, xn_.data(), n, scratch_);
+    }
+    add_bias(L.bq, q_.data(), n, Q);
+    add_bias(L.bk, k_.data(), n, KV);
+    add_bias(L.bv, v_.data(), n, KV);
+    const bool per_head = arch.qk_norm == QkNorm::PerHead;
+    const bool local = hp.sliding(l);
+    for (int t = 0; t < n; ++t) {
+        float* q = row(q_, t, Q);
+        float* k = row(k_, t, KV);
+        if (L.q_norm) rmsnorm_groups(q, L.q_norm, per_head ? hp.n_head : 1, per_head ? D : Q, hp.rms_eps);
+        if (L.k_norm) rmsnorm_groups(k, L.k_norm, per_head ? hp.n_head_kv : 1, per_head ? D : KV, hp.rms_eps);
+        if (hp.uses_rope(l)) {
+            const float* angles = local ? row(rope_local_, t, hp.n_rot) : row(rope_, t, hp.n_rot);
+            rope(q, hp.n_head, D, hp.n_rot, hp.rope_style, angles);
+            rope(k, hp.n_head_kv, D, hp.n_rot, hp.rope_style, angles);
+        }
+        places[size_t(t)].kv->store(l, places[size_t(t)].pos, k, row(v_, t, KV));
+    }
+    attention(l, n, places, one_sequence);
+    if (arch.attn_output_gate)
+        for (size_t i = 0; i < size_t(n) * size_t(Q); ++i) attn_[i] *= 1.0f / (1.0f + std::exp(-attn_gate_[i]));
+    matmul(L.wo, attn_.data(), xn_.data(), n, scratch_);
+    add_bias(L.bo, xn_.data(), n, E);
+}
+
+// xn = Wdown · (act(Wgate·xn) * Wup·xn), or the chosen experts' weighted sum of it (and the shared
+// expert's share).
+void Session::ffn_block(const LayerWeights& L, int n) {
+    const Hparams& hp = model_.hp;
+    const Architecture& arch = *hp.family;
+    const int E = hp.n_embd, F = hp.n_ff;
+    const auto row = row_of;
+    if (arch.moe) {
+        // The shared expert reads xn before the routed experts overwrite it.
+        if (arch.shared_expert) shared_expert(L, n);
+        moe_ffn(hp, L, xn_.data(), n, xn_.data(), scratch_, moe_);
+        if (arch.shared_expert)
+            for (int t = 0; t < n; ++t)
+                for (int i = 0; i < hp.n_embd; ++i) row(xn_, t, E)[i] += row(shexp_up_, t, E)[i];
+        return;
+    }
+    if (L.ffn_gate) {
+        const MatmulOutput gate_up[] = {{L.ffn_gate, gate_.data()}, {L.ffn_up, up_.data()}};
+        matmul(gate_up, xn_.data(), n, scratch_);
+        add_bias(L.b_gate, gate_.data(), n, F);
+        add_bias(L.b_up, up_.data(), n, F);
+    } else {
+        matmul(L.ffn_up, xn_.data(), fused_.data(), n, scratch_);
+        for (int t = 0; t < n; ++t) {
+            std::copy_n(row(fused_, t, 2 * F), F, row(gate_, t, F));
+            std::copy_n(row(fused_, t, 2 * F) + F, F, row(up_, t, F));
+        }
+    }
+    if (arch.activation == Activation::GeluTanh) geglu(gate_.data(), up_.data(), size_t(n) * F, scratch_.n_threads);
+    else swiglu(gate_.data(), up_.data(), size_t(n) * F, scratch_.n_threads);
+    matmul(L.ffn_down, gate_.data(), xn_.data(), n, scratch_);
+    add_bias(L.b_down, xn_.data(), n, E);
+}
+
+// shexp_up_ = σ(gate_inp·xn) · Wdown_s · silu(Wgate_s·xn) ⊙ Wup_s·xn, one row of n_embd per token.
+void Session::shared_expert(const LayerWeights& L, int n) {
+    const Hparams& hp = model_.hp;
+    const size_t rows = size_t(n), F = size_t(hp.n_ff_shexp), E = size_t(hp.n_embd);
+    shexp_gate_.resize(rows * F);
+    shexp_up_.resize(rows * std::max(F, E));
+    shexp_weight_.resize(rows);
+    const MatmulOutput gate_up[] = {{L.shexp_gate, shexp_gate_.data()}, {L.shexp_up, shexp_up_.data()}};
+    matmul(gate_up, xn_.data(), n, scratch_);
+    matmul(L.shexp_gate_inp, xn_.data(), shexp_weight_.data(), n, scratch_);  // one row: a weight per token
+    swiglu(shexp_gate_.data(), shexp_up_.data(), rows * F, scratch_.n_threads);
+    matmul(L.shexp_down, shexp_gate_.data(), shexp_up_.data(), n, scratch_);
+    for (size_t t = 0; t < rows; ++t) {
+        const float weight = 1.0f / (1.0f + std::exp(-shexp_weight_[t]));
+        for (size_t i = 0; i < E; ++i) shexp_up_[t * E + i] *= weight;
     }
 }
 
@@ -282,7 +343,7 @@ std::span<const float> Session::eval_batch(std::span<const BatchPiece> pieces) {
     lead.batch_tokens_.clear();
     lead.logit_rows_.clear();
     for (const BatchPiece& p : pieces) {
-        for (size_t t = 0; t < p.tokens.size(); ++t) lead.places_.push_back({&p.session->kv_, p.session->pos_ + int(t)});
+        for (size_t t = 0; t < p.tokens.size(); ++t) lead.places_.push_back({&p.session->kv_, p.session->pos_ + int(t), &p.session->recurrent_});
         lead.batch_tokens_.insert(lead.batch_tokens_.end(), p.tokens.begin(), p.tokens.end());
         if (p.logits) lead.logit_rows_.push_back(int(lead.batch_tokens_.size()) - 1);
     }
@@ -332,7 +393,7 @@ std::vector<float> Session::embed(std::span<const int32_t> tokens) {
         const auto chunk = tokens.subspan(start, std::min(tokens.size() - start, size_t(n_batch_)));
         const int n = int(chunk.size());
         places_.resize(size_t(n));
-        for (int t = 0; t < n; ++t) places_[size_t(t)] = {&kv_, pos_ + t};
+        for (int t = 0; t < n; ++t) places_[size_t(t)] = {&kv_, pos_ + t, &recurrent_};
         forward_layers(chunk, places_, true, n > 1 ? n_threads_batch_ : n_threads_);
         pos_ += n;
         for (int t = 0; t < n; ++t) {

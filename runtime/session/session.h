@@ -10,6 +10,7 @@
 
 #include "runtime/compute/attention_batch.h"
 #include "runtime/compute/attention_decode.h"
+#include "runtime/compute/delta_net.h"
 #include "runtime/compute/kv_cache.h"
 #include "runtime/model/model.h"
 #include "runtime/compute/matmul.h"
@@ -99,6 +100,7 @@ public:
     GemmBackend gemm_backend() const { return scratch_.gemm; }
     const Model& model() const { return model_; }
     const KvCache& kv_cache() const { return kv_; }
+    const RecurrentState& recurrent_state() const { return recurrent_; }
     // Expert weight bytes the evaluations so far have read (a mixture of experts reads only the
     // chosen ones); take_expert_bytes() returns the count and starts it again.
     uint64_t take_expert_bytes() { return std::exchange(moe_.expert_bytes, 0); }
@@ -114,12 +116,18 @@ private:
     void forward_chunk(std::span<const int32_t> tokens, bool all_logits, float* logits_out);
     void attention(int layer, int n_tokens, std::span<const KvPlace> places, bool one_sequence);
     void ensure_batch(int n_tokens);
+    // The blocks of one layer, on the rows of xn_ in place.
+    void attention_block(int layer, int n_tokens, std::span<const KvPlace> places, bool one_sequence);
+    void ffn_block(const LayerWeights& L, int n_tokens);
+    // The shared expert's share of the FFN (qwen35moe) into shexp_up_: σ(gate_inp·xn) · shexp(xn).
+    void shared_expert(const LayerWeights& L, int n_tokens);
 
     const Model& model_;
     int n_ctx_, n_threads_, n_threads_batch_, n_batch_;
     int pos_ = 0;
     int high_water_ = 0;  // one past the highest position stored since the last reset
     KvCache kv_;
+    RecurrentState recurrent_;  // the recurrent layers' state after position pos_ - 1
     MatmulScratch scratch_;
     AttentionScratch attention_scratch_;
     // Activations for a chunk of tokens, [tokens][features].
@@ -128,6 +136,9 @@ private:
     std::vector<float> rope_, rope_local_;  // cos and sin per token: global layers, sliding layers
     std::vector<float> fused_;              // a fused projection's rows before they are split
     MoeScratch moe_;
+    DeltaNetScratch delta_net_;
+    std::vector<float> attn_gate_;                    // the attention output gate's rows (attn_output_gate)
+    std::vector<float> shexp_gate_, shexp_up_, shexp_weight_;  // the shared expert's rows
     Weight rope_factors_;                   // rope_freqs, or the LongRoPE factors this context takes
     DecodeAttentionScratch decode_attention_;
     std::vector<float> logits_;

@@ -1,0 +1,106 @@
+#include "runtime/compute/delta_net.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "runtime/compute/ops.h"
+#include "simd/dot.h"
+
+namespace rill {
+namespace {
+
+const float* floats(const Weight& w) { return reinterpret_cast<const float*>(w.tensor->data); }
+
+// As ggml: x / (1 + e^-x), and softplus as ln(1 + e^x), x itself above 20.
+float silu(float x) { return x / (1.0f + std::exp(-x)); }
+float softplus(float x) { return x > 20.0f ? x : std::log(1.0f + std::exp(x)); }
+
+// ggml_l2_norm: x / max(‖x‖, eps), the sum of squares in double.
+void l2_normalise(float* x, int n, float eps) {
+    double sum = 0;
+    for (int i = 0; i < n; ++i) sum += double(x[i]) * x[i];
+    const float scale = 1.0f / std::max(std::sqrt(float(sum)), eps);
+    for (int i = 0; i < n; ++i) x[i] *= scale;
+}
+
+// The causal convolution of one token's raw channels u (conv_dim) with the window before it, then
+// SiLU, in place; the window moves on by this token (the raw u, not the convolved value).
+void convolve(float* u, float* window, const float* taps, int channels, int kernel) {
+    for (int ch = 0; ch < channels; ++ch) {
+        const float* w = taps + size_t(ch) * size_t(kernel);
+        float acc = 0;
+        for (int i = 0; i < kernel - 1; ++i) acc += window[size_t(i) * size_t(channels) + size_t(ch)] * w[i];
+        acc += u[ch] * w[kernel - 1];
+        for (int i = 0; i + 1 < kernel - 1; ++i) window[size_t(i) * size_t(channels) + size_t(ch)] = window[size_t(i + 1) * size_t(channels) + size_t(ch)];
+        if (kernel > 1) window[size_t(kernel - 2) * size_t(channels) + size_t(ch)] = u[ch];
+        u[ch] = silu(acc);
+    }
+}
+
+// One token through one value head's delta rule: each row j of M (value index j) is decayed, read
+// against k, corrected towards v_j and read against q, all while it is in the first-level cache.
+void delta_rule(float* M, const float* q, const float* k, const float* v, float decay, float beta, float scale, int S, float* o) {
+    for (int j = 0; j < S; ++j) {
+        float* row = M + size_t(j) * size_t(S);
+        simd::scale(row, size_t(S), decay);
+        const float delta = (v[j] - simd::dot(row, k, size_t(S))) * beta;
+        simd::axpy(delta, k, row, size_t(S));
+        o[j] = simd::dot(row, q, size_t(S)) * scale;
+    }
+}
+
+}  // namespace
+
+void gated_delta_net(const Hparams& hp, const LayerWeights& L, int layer, const float* xn, int n, std::span<const KvPlace> places,
+                     float* out, MatmulScratch& mm, DeltaNetScratch& s) {
+    const SsmParams& p = hp.ssm;
+    const int C = p.conv_dim(), V = p.value_dim(), Hv = p.n_v_heads, Hk = p.n_k_heads, S = p.state_size;
+    const size_t rows = size_t(n);
+    s.u.resize(rows * size_t(C));
+    s.z.resize(rows * size_t(V));
+    s.alpha.resize(rows * size_t(Hv));
+    s.beta.resize(rows * size_t(Hv));
+    s.y.resize(rows * size_t(V));
+    const MatmulOutput projections[] = {{L.ssm_in, s.u.data()}, {L.ssm_z, s.z.data()}, {L.ssm_alpha, s.alpha.data()}, {L.ssm_beta, s.beta.data()}};
+    matmul(projections, xn, n, mm);
+
+    const float *taps = floats(L.ssm_conv), *dt_bias = floats(L.ssm_dt_bias), *a = floats(L.ssm_a);
+    for (int t = 0; t < n; ++t) {
+        RecurrentState& state = *places[size_t(t)].recurrent;
+        if (places[size_t(t)].pos == 0) state.clear(layer);
+        float* u = &s.u[size_t(t) * size_t(C)];
+        convolve(u, state.conv_window(layer), taps, C, p.conv_kernel);
+        for (int j = 0; j < 2 * Hk; ++j) l2_normalise(u + size_t(j) * size_t(S), S, hp.rms_eps);
+        for (int h = 0; h < Hv; ++h) {
+            float& g = s.alpha[size_t(t) * size_t(Hv) + size_t(h)];
+            g = softplus(g + dt_bias[h]) * a[h];  // the log of this token's decay, ≤ 0
+            float& beta = s.beta[size_t(t) * size_t(Hv) + size_t(h)];
+            beta = 1.0f / (1.0f + std::exp(-beta));
+        }
+    }
+
+    const float scale = 1.0f / std::sqrt(float(S));
+    const bool shared = mm.n_threads > 1 && size_t(n) * size_t(V) * size_t(S) >= kMinParallelWork;
+#pragma omp parallel for num_threads(mm.n_threads) schedule(static) if (shared)
+    for (int h = 0; h < Hv; ++h) {
+        const int kh = h % Hk;  // llama.cpp's tiled order: the converter put the value heads in it
+        for (int t = 0; t < n; ++t) {
+            const float* u = &s.u[size_t(t) * size_t(C)];
+            float* M = places[size_t(t)].recurrent->matrix(layer) + size_t(h) * size_t(S) * size_t(S);
+            delta_rule(M, u + size_t(kh) * size_t(S), u + size_t(Hk + kh) * size_t(S), u + size_t(2 * Hk * S) + size_t(h) * size_t(S),
+                       std::exp(s.alpha[size_t(t) * size_t(Hv) + size_t(h)]), s.beta[size_t(t) * size_t(Hv) + size_t(h)], scale, S,
+                       &s.y[size_t(t) * size_t(V) + size_t(h) * size_t(S)]);
+        }
+    }
+
+    // The gated norm: each head's output normalised with the one shared gain, times silu(z).
+    for (size_t i = 0; i < rows * size_t(Hv); ++i) {
+        float* o = &s.y[i * size_t(S)];
+        rmsnorm(o, L.ssm_norm, o, S, hp.rms_eps);
+        const float* z = &s.z[i * size_t(S)];
+        for (int j = 0; j < S; ++j) o[j] *= silu(z[j]);
+    }
+    matmul(L.ssm_out, s.y.data(), out, n, mm);
+}
+
+}  // namespace rill
