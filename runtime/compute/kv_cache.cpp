@@ -69,7 +69,7 @@ KvCache::KvCache(KvTypes types_, int n_layer_, int n_ctx_, int kv_dim_, int head
     if (capacity.empty()) capacity.assign(size_t(n_layer), n_ctx);
     size_t slots = 0;
     for (int& c : capacity) {
-        c = std::max(1, std::min(c, n_ctx));
+        c = std::max(0, std::min(c, n_ctx));  // 0: a layer that keeps no keys (a recurrent one)
         first.push_back(slots);
         slots += size_t(c);
     }

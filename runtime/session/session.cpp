@@ -402,6 +402,7 @@ std::vector<float> Session::embed(std::span<const int32_t> tokens) {
         }
     }
     pos_ = high_water_ = 0;
+    checkpoints_.clear();  // the recurrent state is this text's now
     double norm = 0;
     for (double& v : sum) {
         v /= double(tokens.size());
@@ -414,8 +415,10 @@ std::vector<float> Session::embed(std::span<const int32_t> tokens) {
 }
 
 namespace {
-// Version 2 carries the key and the value type; version 1 (one type for both, 0: F16, 1: F32) still loads.
-constexpr char kStateMagic[8] = {'R', 'I', 'L', 'L', 'S', 'T', 'A', '2'};
+// Version 3 carries the recurrent layers' state; version 2 the key and the value type; version 1 (one
+// type for both, 0: F16, 1: F32) still loads, as version 2 does, for a model without recurrent layers.
+constexpr char kStateMagic[8] = {'R', 'I', 'L', 'L', 'S', 'T', 'A', '3'};
+constexpr char kStateMagicV2[8] = {'R', 'I', 'L', 'L', 'S', 'T', 'A', '2'};
 constexpr char kStateMagicV1[8] = {'R', 'I', 'L', 'L', 'S', 'T', 'A', '1'};
 
 template <typename T>
@@ -446,15 +449,17 @@ KvType state_kv_type(int32_t id) {
 }
 }  // namespace
 
-// The first position a layer must keep to go on from `pos`: 0, or the start of its window.
+// The first position a layer must keep to go on from `pos`: 0, or the start of its window; a
+// recurrent layer keeps none (its state is saved whole).
 static int first_kept(const Hparams& hp, int layer, int pos) {
+    if (hp.recurrent(layer)) return pos;
     return hp.window(layer) > 0 ? std::max(0, pos - hp.window(layer)) : 0;
 }
 
 // Layout: magic, n_layer, kv_dim, n_vocab, key type, value type, position, has-logits (int32 each);
 // then per layer the keys, then the values, of the positions it needs to go on (all of [0, position),
-// or a sliding layer's last window of them), each row as the cache keeps it; then the last logits if
-// present.
+// or a sliding layer's last window of them), each row as the cache keeps it; then the recurrent
+// layers' convolution windows and matrices (F32); then the last logits if present.
 std::vector<uint8_t> Session::save_state() const {
     const Hparams& hp = model_.hp;
     std::vector<uint8_t> out(kStateMagic, kStateMagic + 8);
@@ -464,6 +469,10 @@ std::vector<uint8_t> Session::save_state() const {
     for (int l = 0; l < hp.n_layer; ++l) {
         for (int p = first_kept(hp, l, pos_); p < pos_; ++p) out.insert(out.end(), kv_.key_row(l, p), kv_.key_row(l, p) + kv_.k_row);
         for (int p = first_kept(hp, l, pos_); p < pos_; ++p) out.insert(out.end(), kv_.value_row(l, p), kv_.value_row(l, p) + kv_.v_row);
+    }
+    for (const std::vector<float>* part : {&recurrent_.conv, &recurrent_.matrices}) {
+        const auto* p = reinterpret_cast<const uint8_t*>(part->data());
+        out.insert(out.end(), p, p + part->size() * sizeof(float));
     }
     if (has_logits_) {
         const auto logits = last_logits();
@@ -478,8 +487,10 @@ void Session::load_state(std::span<const uint8_t> state) {
     StateReader in{state};
     char magic[8];
     in.read(magic, 8);
-    const bool v1 = std::memcmp(magic, kStateMagicV1, 8) == 0;
-    if (!v1 && std::memcmp(magic, kStateMagic, 8) != 0) throw Error("not a rill session state (bad magic bytes)");
+    const bool v1 = std::memcmp(magic, kStateMagicV1, 8) == 0, v2 = std::memcmp(magic, kStateMagicV2, 8) == 0;
+    if (!v1 && !v2 && std::memcmp(magic, kStateMagic, 8) != 0) throw Error("not a rill session state (bad magic bytes)");
+    if ((v1 || v2) && !recurrent_.empty())
+        throw Error("session state is from an older rill that did not save recurrent layers' state; this model has them");
     const int32_t n_layer = in.get<int32_t>(), kv_dim = in.get<int32_t>(), n_vocab = in.get<int32_t>();
     if (n_layer != hp.n_layer || kv_dim != hp.kv_dim() || n_vocab != hp.n_vocab)
         throw Error("session state is for another model (" + std::to_string(n_layer) + " layers, kv_dim " + std::to_string(kv_dim) +
@@ -491,7 +502,7 @@ void Session::load_state(std::span<const uint8_t> state) {
     const int32_t pos = in.get<int32_t>(), logits = in.get<int32_t>();
     if (pos < 0 || pos > n_ctx_)
         throw Error("session state holds " + std::to_string(pos) + " positions; this session's context is " + std::to_string(n_ctx_));
-    size_t need = logits ? size_t(n_vocab) * 4 : 0;
+    size_t need = (logits ? size_t(n_vocab) * 4 : 0) + size_t(recurrent_.bytes());
     for (int l = 0; l < hp.n_layer; ++l) need += (kv_.k_row + kv_.v_row) * size_t(pos - first_kept(hp, l, pos));
     if (state.size() - in.at != need)
         throw Error("session state has " + std::to_string(state.size() - in.at) + " bytes of data, expected " + std::to_string(need));
@@ -499,6 +510,8 @@ void Session::load_state(std::span<const uint8_t> state) {
         for (int p = first_kept(hp, l, pos); p < pos; ++p) in.read(kv_.key_row(l, p), kv_.k_row);
         for (int p = first_kept(hp, l, pos); p < pos; ++p) in.read(kv_.value_row(l, p), kv_.v_row);
     }
+    for (std::vector<float>* part : {&recurrent_.conv, &recurrent_.matrices}) in.read(part->data(), part->size() * sizeof(float));
+    checkpoints_.clear();
     has_logits_ = logits != 0;
     if (has_logits_) {
         logits_.resize(size_t(n_vocab));
@@ -507,7 +520,39 @@ void Session::load_state(std::span<const uint8_t> state) {
     pos_ = high_water_ = pos;
 }
 
+void Session::checkpoint() {
+    if (recurrent_.empty() || pos_ == 0) return;
+    const uint64_t size = recurrent_.bytes();
+    if (size > max_checkpoint_bytes || max_checkpoints == 0) return;
+    std::erase_if(checkpoints_, [&](const Checkpoint& c) { return c.pos == pos_; });
+    while (!checkpoints_.empty() && (checkpoints_.size() >= max_checkpoints || checkpoint_bytes() + size > max_checkpoint_bytes))
+        checkpoints_.erase(std::min_element(checkpoints_.begin(), checkpoints_.end(),
+                                            [](const Checkpoint& a, const Checkpoint& b) { return a.last_used < b.last_used; }));
+    checkpoints_.push_back({pos_, recurrent_.conv, recurrent_.matrices, ++checkpoint_clock_});
+}
+
+uint64_t Session::checkpoint_bytes() const {
+    uint64_t total = 0;
+    for (const Checkpoint& c : checkpoints_) total += uint64_t(c.conv.size() + c.matrices.size()) * sizeof(float);
+    return total;
+}
+
 int Session::truncate(int n) {
+    if (!recurrent_.empty() && n < pos_) {
+        // The state after n tokens is not in the recurrent layers any more: the nearest checkpoint
+        // before it, if any. Checkpoints past the point kept belong to tokens that are being replaced.
+        std::erase_if(checkpoints_, [&](const Checkpoint& c) { return c.pos > n; });
+        Checkpoint* best = nullptr;
+        for (Checkpoint& c : checkpoints_)
+            if (best == nullptr || c.pos > best->pos) best = &c;
+        pos_ = best ? best->pos : 0;
+        if (best) {
+            recurrent_.conv = best->conv;
+            recurrent_.matrices = best->matrices;
+            best->last_used = ++checkpoint_clock_;
+        }
+        has_logits_ = false;  // the logits were the last token's, not position pos_ - 1's
+    }
     pos_ = std::max(0, std::min(pos_, n));
     if (pos_ == 0) high_water_ = 0;
     // A full layer holds every position below the high-water mark; a ring must still hold the window

@@ -87,11 +87,24 @@ public:
     // The logits of the last token evaluated (empty before the first eval).
     std::span<const float> last_logits() const;
 
-    void reset() { pos_ = high_water_ = 0; }
+    void reset() {
+        pos_ = high_water_ = 0;
+        checkpoints_.clear();
+    }
     // Forgets every position from n on, keeping the keys and values before it for reuse, and returns
     // the position kept. A sliding-window layer's ring may no longer hold the window before n (it
     // keeps one prompt chunk beyond its window); then nothing can be reused and the result is 0.
+    // A model with recurrent layers cannot cut its state back to an earlier position: it goes back to
+    // the latest checkpoint at or before n (see checkpoint()), or to 0 when there is none.
     int truncate(int n);
+    // Keeps a copy of the recurrent layers' state at the current position, for truncate() to return
+    // to (the server takes one at each message boundary). At most max_checkpoints copies of at most
+    // max_checkpoint_bytes in all; the least recently used goes first. No-op without recurrent layers.
+    void checkpoint();
+    size_t checkpoint_count() const { return checkpoints_.size(); }
+    uint64_t checkpoint_bytes() const;
+    size_t max_checkpoints = 8;
+    uint64_t max_checkpoint_bytes = uint64_t(256) << 20;
     int position() const { return pos_; }
     int n_ctx() const { return n_ctx_; }
     int n_threads() const { return n_threads_; }
@@ -128,6 +141,13 @@ private:
     int high_water_ = 0;  // one past the highest position stored since the last reset
     KvCache kv_;
     RecurrentState recurrent_;  // the recurrent layers' state after position pos_ - 1
+    struct Checkpoint {
+        int pos;
+        std::vector<float> conv, matrices;
+        uint64_t last_used;
+    };
+    std::vector<Checkpoint> checkpoints_;
+    uint64_t checkpoint_clock_ = 0;
     MatmulScratch scratch_;
     AttentionScratch attention_scratch_;
     // Activations for a chunk of tokens, [tokens][features].
