@@ -165,7 +165,8 @@ public:
         http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
             const serve::SchedulerCounts c = scheduler_.counts();
             serve::MetricsGauges gauges{.slots = c.slots, .busy = c.busy, .queued = c.queued, .cache_ram_bytes = c.cache_ram_bytes,
-                                        .cache_ram_entries = c.cache_ram_entries};
+                                        .cache_ram_entries = c.cache_ram_entries, .checkpoints = c.checkpoints,
+                                        .checkpoint_bytes = c.checkpoint_bytes};
             for (const serve::SlotInfo& slot : scheduler_.slots()) gauges.cached_tokens += uint64_t(slot.cached_tokens);
             res.set_content(metrics_.render(gauges), "text/plain; version=0.0.4; charset=utf-8");
         });

@@ -97,6 +97,8 @@ std::string Metrics::render(const MetricsGauges& g) const {
     line(out, "rill_slot_cached_tokens", "Tokens whose keys and values the slots hold for reuse.", "gauge", double(g.cached_tokens));
     line(out, "rill_cache_ram_bytes", "Bytes of conversations' keys and values kept in RAM beyond the slots (--cache-ram).", "gauge", double(g.cache_ram_bytes));
     line(out, "rill_cache_ram_conversations", "Conversations kept in RAM beyond the slots (--cache-ram).", "gauge", g.cache_ram_entries);
+    line(out, "rill_recurrent_checkpoints", "Recurrent-layer state checkpoints the slots keep at message boundaries (models with recurrent layers).", "gauge", double(g.checkpoints));
+    line(out, "rill_recurrent_checkpoint_bytes", "Bytes of those checkpoints.", "gauge", double(g.checkpoint_bytes));
     histogram(out, "rill_time_to_first_token_seconds", "From a request's arrival to its first token.", ttft_);
     histogram(out, "rill_inter_token_latency_seconds", "Between consecutive tokens of a stream.", itl_);
     return out;

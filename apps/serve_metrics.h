@@ -25,6 +25,7 @@ struct MetricsGauges {
     uint64_t cached_tokens = 0;  // tokens whose keys and values the slots hold
     uint64_t cache_ram_bytes = 0;  // --cache-ram's conversations
     int cache_ram_entries = 0;
+    uint64_t checkpoints = 0, checkpoint_bytes = 0;  // recurrent-state checkpoints the slots keep
 };
 
 class Metrics {

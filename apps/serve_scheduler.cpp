@@ -115,7 +115,7 @@ bool Scheduler::submit(std::shared_ptr<Job> job) {
 
 SchedulerCounts Scheduler::counts() const {
     std::lock_guard lock(mutex_);
-    return {int(slots_.size()), busy_, int(queue_.size()), cache_ram_bytes_, cache_ram_entries_};
+    return {int(slots_.size()), busy_, int(queue_.size()), cache_ram_bytes_, cache_ram_entries_, checkpoints_, checkpoint_bytes_};
 }
 
 std::vector<SlotInfo> Scheduler::slots() const {
@@ -130,8 +130,15 @@ void Scheduler::update_info(const Slot& slot) {
         info.prefilled = int(slot.prefilled);
         info.generated = slot.completion ? slot.completion->generated() : 0;
     }
+    uint64_t checkpoints = 0, checkpoint_bytes = 0;
+    for (const Slot& s : slots_) {
+        checkpoints += s.session->checkpoint_count();
+        checkpoint_bytes += s.session->checkpoint_bytes();
+    }
     std::lock_guard lock(mutex_);
     info_[size_t(slot.id)] = info;
+    checkpoints_ = checkpoints;
+    checkpoint_bytes_ = checkpoint_bytes;
 }
 
 void Scheduler::publish(Slot& slot, const std::string& piece) {
@@ -148,6 +155,7 @@ void Scheduler::publish(Slot& slot, const std::string& piece) {
 void Scheduler::finish(Slot& slot, FinishReason reason, const std::string& error) {
     std::string rest;
     if (slot.completion) slot.completion->finish(reason, rest);
+    if (slot.completion) slot.session->checkpoint();
     Job& job = *slot.job;
     const auto now = Clock::now();
     // The metrics first: once the job is marked finished its client may have its reply and scrape
@@ -241,6 +249,10 @@ void Scheduler::begin(Slot& slot) {
 
 void Scheduler::first_token(Slot& slot) {
     Job& job = *slot.job;
+    // The prompt's end and the reply's are the message boundaries a next turn may part at: a model
+    // with recurrent layers keeps its state there (Session::checkpoint), so that turn reads only
+    // what is new.
+    slot.session->checkpoint();
     slot.completion.emplace(vocab_, job.settings, job.prompt);
     std::string piece;
     slot.next = slot.completion->step(slot.session->last_logits(), piece);

@@ -83,6 +83,7 @@ struct SchedulerCounts {
     int slots = 0, busy = 0, queued = 0;
     uint64_t cache_ram_bytes = 0;  // held by --cache-ram's conversations
     int cache_ram_entries = 0;
+    uint64_t checkpoints = 0, checkpoint_bytes = 0;  // the slots' recurrent-state checkpoints
 };
 
 // A slot as /slots shows it.
@@ -155,6 +156,7 @@ private:
     std::optional<PrefixCache> prefix_cache_;  // only the loop's thread touches it
     PrefillPacer pacer_;                       // likewise
     int busy_ = 0;
+    uint64_t checkpoints_ = 0, checkpoint_bytes_ = 0;  // over the slots, under mutex_ for counts()
     uint64_t cache_ram_bytes_ = 0;  // prefix_cache_'s size, under mutex_ for counts()
     int cache_ram_entries_ = 0;
     bool stopping_ = false;

@@ -110,6 +110,9 @@ ChatReply Chat::send(const std::string& user, const std::function<void(std::stri
     const std::span<const int32_t> fresh(prompt.data() + common, prompt.size() - common);
     std::span<const float> logits = session_.eval(fresh);
     cached_.insert(cached_.end(), fresh.begin(), fresh.end());
+    // Message boundaries are where the next turn's prompt can part from this one: a model with
+    // recurrent layers returns there instead of reading the conversation again.
+    session_.checkpoint();
     reply.prefill_ms = ms_since(start);
 
     Sampler sampler(config_.sampling);
@@ -155,6 +158,7 @@ ChatReply Chat::send(const std::string& user, const std::function<void(std::stri
         if (reply.text.size() > shown) on_text(std::string_view(reply.text).substr(shown));
     }
     reply.decode_ms = ms_since(start);
+    session_.checkpoint();
     // Trim the whitespace a model often ends a turn with, so the next rendering starts cleanly.
     while (!reply.text.empty() && (reply.text.back() == ' ' || reply.text.back() == '\n')) reply.text.pop_back();
     size_t lead = 0;

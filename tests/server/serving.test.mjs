@@ -48,13 +48,13 @@ const counter = (m, name) => Number(m[name].metrics[0].value);
 const USER_TURNS = ['Tell me a story about a cat.', 'What did the cat eat?', 'Where did the cat sleep?', 'Who was its friend?', 'How did it end?'];
 
 // A conversation of greedy turns, each resending the whole history as chat apps do.
-async function converse(server, turns, max_tokens = 24) {
+async function converse(server, turns, max_tokens = 24, model = MODEL_ID) {
   const openai = client(server);
   const messages = [{ role: 'system', content: 'You tell short stories for children.' }];
   const replies = [];
   for (const content of turns) {
     messages.push({ role: 'user', content });
-    const r = await openai.chat.completions.create({ ...greedy, messages, max_tokens });
+    const r = await openai.chat.completions.create({ ...greedy, model, messages, max_tokens });
     replies.push({ text: r.choices[0].message.content, usage: r.usage });
     messages.push({ role: 'assistant', content: r.choices[0].message.content });
   }
@@ -99,6 +99,30 @@ test('with --cache-ram a conversation whose slot was taken finds its history in 
       assert.ok(cached < first.body.usage.prompt_tokens / 2, `${cached} tokens reused without --cache-ram`);
     }
   }
+});
+
+// Qwen3.5's Gated DeltaNet layers cannot cut their state back to a shorter prefix: the slot returns
+// to the checkpoint it took at the previous message boundary instead of reading the history again.
+const HYBRID = `${process.env.RILL_SHARED}/arch/qwen35-A.gguf`;
+test('a hybrid model with recurrent layers evaluates only the new turn of a returning conversation', async () => {
+  const hybrid = async (extra) => {
+    const s = await startRill(RILL, ['-m', HYBRID, '--port', '0', '-t', '1', '--no-mmap', '--parallel', '2', ...extra]);
+    servers.push(s);
+    return s;
+  };
+  const on = await hybrid([]);
+  const off = await hybrid(['--no-cache-prompt']);
+  const turns = USER_TURNS.slice(0, 3);
+  const replies = await converse(on, turns, 12, 'qwen35-A');
+  for (let i = 1; i < replies.length; i++) {
+    const before = replies[i - 1].usage;
+    const cached = replies[i].usage.prompt_tokens_details.cached_tokens;
+    assert.ok(cached >= before.prompt_tokens, `turn ${i + 1}: ${cached} cached of the previous turn's ${before.prompt_tokens} + ${before.completion_tokens}`);
+  }
+  const m = await metrics(on);
+  assert.ok(Number(m.rill_recurrent_checkpoints.metrics[0].value) >= 1);
+  assert.ok(Number(m.rill_recurrent_checkpoint_bytes.metrics[0].value) > 0);
+  assert.deepEqual((await converse(off, turns, 12, 'qwen35-A')).map((r) => r.text), replies.map((r) => r.text));
 });
 
 test('a request with cache_prompt false evaluates its whole prompt', async () => {
