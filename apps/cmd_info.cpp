@@ -10,6 +10,7 @@
 #include "runtime/plan/budget.h"
 #include "model_flags.h"
 #include "runtime/compute/kv_cache.h"
+#include "runtime/compute/recurrent_state.h"
 #include "runtime/compute/matmul.h"
 #include "runtime/model/model.h"
 #include "runtime/session/session.h"
@@ -146,12 +147,12 @@ int info(const InfoFlags& f) {
                     "\"batch_activation_bytes_512\":%zu,\"default_ctx\":%d,\"kv_cache_bytes_f16_default_ctx\":%llu,"
                     "\"kv_type\":\"%s\",\"kv_bytes_per_token\":%llu,\"kv_cache_bytes_default_ctx\":%llu,"
                     "\"n_params\":%llu,\"n_active_params\":%llu,\"n_expert\":%d,\"n_expert_used\":%d,"
-                    "\"prompt_threads\":%d,\"prompt_matmuls\":%s}\n",
+                    "\"recurrent_layers\":%d,\"recurrent_state_bytes\":%llu,\"prompt_threads\":%d,\"prompt_matmuls\":%s}\n",
                     (unsigned long long)model->file.file_size(), (unsigned long long)model->weight_bytes(),
                     (unsigned long long)kv_f16, (unsigned long long)kv_f32, panel_bytes, threads, batch_bytes, ctx,
                     (unsigned long long)kv_default, kv_label.c_str(), (unsigned long long)kv_chosen,
                     (unsigned long long)kv_chosen_default, (unsigned long long)n_params, (unsigned long long)n_active, hp.n_expert,
-                    hp.n_expert_used, prompt_threads, matmuls.dump().c_str());
+                    hp.n_expert_used, hp.n_recurrent(), (unsigned long long)recurrent_state_bytes(hp), prompt_threads, matmuls.dump().c_str());
         return 0;
     }
     std::printf("file          %s (GGUF v%u)\n", model->file.name().c_str(), model->file.version());
@@ -168,8 +169,14 @@ int info(const InfoFlags& f) {
                     hp.n_swa, hp.rope_local.freq_base);
     if (const std::string extra = features(hp); !extra.empty()) std::printf("features      %s\n", extra.c_str());
     if (hp.n_expert > 0)
-        std::printf("experts       %d per layer, %d chosen per token (%d feed-forward each)\n", hp.n_expert, hp.n_expert_used,
-                    hp.n_ff_exp);
+        std::printf("experts       %d per layer, %d chosen per token (%d feed-forward each)%s\n", hp.n_expert, hp.n_expert_used,
+                    hp.n_ff_exp, hp.n_ff_shexp > 0 ? (", and a shared expert of " + std::to_string(hp.n_ff_shexp)).c_str() : "");
+    if (const int recurrent = hp.n_recurrent(); recurrent > 0)
+        std::printf("recurrent     %d of %d layers are Gated DeltaNet (%d key and %d value heads of %d, conv %d): %s of state per "
+                    "sequence, the same at any context; the other %d keep a KV cache\n",
+                    recurrent, hp.n_layer, hp.ssm.n_k_heads, hp.ssm.n_v_heads, hp.ssm.state_size, hp.ssm.conv_kernel,
+                    human_bytes(double(recurrent_state_bytes(hp))).c_str(), hp.n_layer - recurrent);
+    if (hp.n_nextn > 0) std::printf("MTP           %d next-token prediction block(s), not run by the main pass\n", hp.n_nextn);
     const auto count = [](uint64_t n) {
         char buf[32];
         std::snprintf(buf, sizeof buf, n >= 1000000000 ? "%.2fB" : "%.2fM", double(n) / (n >= 1000000000 ? 1e9 : 1e6));

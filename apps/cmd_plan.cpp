@@ -147,6 +147,7 @@ ordered_json prediction_json(const Prediction& p, const ModelShape& shape, int c
               {"kv_cache_bytes", p.memory.kv_cache},
               {"kv_type", p.kv_types},
               {"scratch_bytes", p.memory.scratch},
+              {"recurrent_state_bytes", p.memory.recurrent_state},
               {"total_bytes", p.memory.total()}}},
             {"decode",
              {{"threads", p.decode.n_threads},
@@ -196,6 +197,9 @@ int plan_one(const PlanFlags& f, const Source& source, const MachineProfile& pro
     std::printf("  weights    %s\n", gb(p.memory.weights).c_str());
     std::printf("  KV cache   %s (%s per token)\n", gb(p.memory.kv_cache).c_str(),
                 format("%.0f KB", double(kv_bytes_per_token(s.shape.hp, kv)) / 1e3).c_str());
+    if (p.memory.recurrent_state > 0)
+        std::printf("  recurrent  %s (%d recurrent layers' state, the same at any context)\n", gb(p.memory.recurrent_state).c_str(),
+                    s.shape.hp.n_recurrent());
     std::printf("  scratch    %s (activations, logits, attention and GEMM buffers)\n", gb(p.memory.scratch).c_str());
     std::printf("  total      %s\n", gb(p.memory.total()).c_str());
     std::printf("\ndecode       %.1f tokens/s with %s (%.1f t/s at the full context)\n", p.decode.tokens_per_second,

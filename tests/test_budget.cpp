@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "runtime/compute/recurrent_state.h"
 #include "runtime/plan/budget.h"
 #include "runtime/base/error.h"
 #include "runtime/plan/plan.h"
@@ -60,6 +61,7 @@ TEST_CASE("every synth preset's F16 budget matches the closed form of its hyperp
     for (const SynthPreset& p : synth_presets()) {
         INFO(p.name);
         if (p.family.n_expert > 0) continue;  // mixtures of experts: the next test
+        if (p.family.full_attention_interval > 0) continue;  // hybrids: their own test
         const ModelShape shape = shape_of_preset(p, *find_recipe("F16"));
         const int q = p.n_head * p.head_dim(), kv = p.n_head_kv * p.head_dim(), d = p.head_dim(), e = p.n_embd;
         // Per layer: attn and ffn norms; qwen3 adds per-head q/k norms, gemma3 those and two post-norms,
@@ -74,6 +76,21 @@ TEST_CASE("every synth preset's F16 budget matches the closed form of its hyperp
         const uint64_t table = uint64_t(p.n_vocab) * row_bytes(TensorType::F16, p.n_embd);
         CHECK(shape.weight_bytes() == expected - row_bytes(TensorType::F16, p.n_embd) + (p.tied_output ? 0 : table));
     }
+}
+
+TEST_CASE("a hybrid's KV cache counts its attention layers only and its recurrent state is the same at every position", "[budget]") {
+    const ModelShape shape = shape_of_preset(*find_preset("qwen3.5-0.8b"), *find_recipe("F16"));
+    const Hparams& hp = shape.hp;
+    CHECK(hp.n_recurrent() == 18);
+    // 6 attention layers × keys and values × 2 KV heads of 256 × 2 bytes.
+    CHECK(kv_bytes_per_token(hp, KvType::F16) == 6 * 2 * 2 * 256 * 2);
+    // 18 layers × (a window of 3 × 6144 channels + 16 value heads of 128 × 128), F32.
+    CHECK(recurrent_state_bytes(hp) == uint64_t(18) * (3 * 6144 + 16 * 128 * 128) * 4);
+    CHECK(decode_bytes_per_token(shape, 0, KvType::F16).state_bytes == 2 * recurrent_state_bytes(hp));
+    CHECK(decode_bytes_per_token(shape, 1000, KvType::F16).kv_bytes == 1000 * kv_bytes_per_token(hp, KvType::F16));
+    CHECK(memory_needs(shape, 4096, 512, 2, KvType::F16).recurrent_state == recurrent_state_bytes(hp));
+    // Qwen3.5-0.8B's text model, without its vision tower and MTP block: about 0.75B parameters.
+    CHECK(shape.n_params() == Approx(0.752e9).epsilon(0.01));
 }
 
 TEST_CASE("known models' KV cache per token: TinyLlama 22 KiB, Llama 2 7B 512 KiB, Llama 3.1 8B 128 KiB", "[budget]") {

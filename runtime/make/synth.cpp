@@ -50,11 +50,31 @@ const std::vector<SynthPreset> kPresets = {
      {.head_dim = 128, .n_expert = 128, .n_expert_used = 8, .n_ff_exp = 768}},
     {"gpt-oss-20b", "gpt-oss", 201088, 2880, 24, 2880, 64, 8, 131072, 150000.0f, 1e-5f, false, true, 0, "openai/gpt-oss-20b",
      {.head_dim = 64, .n_swa = 128, .n_expert = 32, .n_expert_used = 4, .n_ff_exp = 2880, .yarn_factor = 32, .yarn_orig_ctx = 4096}},
+    // Qwen3.5 (config.json's text_config): three Gated DeltaNet layers to one gated attention layer,
+    // heads of 256 rotated over their first quarter, 16 key heads of 128 in the DeltaNet layers. The
+    // published files also carry one MTP layer, which the main pass does not run and these omit.
+    {"qwen3.5-0.8b", "qwen35", 248320, 1024, 24, 3584, 8, 2, 262144, 1e7f, 1e-6f, true, false, 0, "Qwen/Qwen3.5-0.8B",
+     {.head_dim = 256, .n_rot = 64, .ssm_conv_kernel = 4, .ssm_state = 128, .ssm_k_heads = 16, .ssm_v_heads = 16, .full_attention_interval = 4}},
+    {"qwen3.5-4b", "qwen35", 248320, 2560, 32, 9216, 16, 4, 262144, 1e7f, 1e-6f, true, false, 0, "Qwen/Qwen3.5-4B",
+     {.head_dim = 256, .n_rot = 64, .ssm_conv_kernel = 4, .ssm_state = 128, .ssm_k_heads = 16, .ssm_v_heads = 32, .full_attention_interval = 4}},
+    {"qwen3.5-9b", "qwen35", 248320, 4096, 32, 12288, 16, 4, 262144, 1e7f, 1e-6f, false, false, 0, "Qwen/Qwen3.5-9B",
+     {.head_dim = 256, .n_rot = 64, .ssm_conv_kernel = 4, .ssm_state = 128, .ssm_k_heads = 16, .ssm_v_heads = 32, .full_attention_interval = 4}},
+    {"qwen3.5-35b-a3b", "qwen35moe", 248320, 2048, 40, 0, 16, 2, 262144, 1e7f, 1e-6f, false, false, 0, "Qwen/Qwen3.5-35B-A3B",
+     {.head_dim = 256, .n_rot = 64, .n_expert = 256, .n_expert_used = 8, .n_ff_exp = 512, .n_ff_shexp = 512, .ssm_conv_kernel = 4,
+      .ssm_state = 128, .ssm_k_heads = 16, .ssm_v_heads = 32, .full_attention_interval = 4}},
     // Not a real model: small enough for tests, shaped like the others.
     {"tiny", "llama", 512, 256, 2, 768, 4, 2, 512, 10000.0f, 1e-5f, false, false, 0, "rill's test preset"},
     {"tiny-moe", "qwen3moe", 512, 256, 2, 256, 4, 2, 512, 1e6f, 1e-6f, false, false, 0, "rill's test preset",
      {.head_dim = 64, .n_expert = 8, .n_expert_used = 2, .n_ff_exp = 64}},
+    {"tiny-hybrid", "qwen35moe", 512, 256, 4, 0, 4, 2, 512, 1e7f, 1e-6f, false, false, 0, "rill's test preset",
+     {.head_dim = 64, .n_rot = 16, .n_expert = 8, .n_expert_used = 2, .n_ff_exp = 64, .n_ff_shexp = 64, .ssm_conv_kernel = 4,
+      .ssm_state = 32, .ssm_k_heads = 2, .ssm_v_heads = 4, .full_attention_interval = 4}},
 };
+
+bool recurrent_layer(const SynthPreset& p, int l) {
+    const int every = p.family.full_attention_interval;
+    return every > 0 && (l + 1) % every != 0;
+}
 
 // SplitMix64: a counter-based generator, so any row can be produced independently of the others
 // (in parallel, in any order) and the same seed always gives the same bytes.
@@ -159,6 +179,17 @@ void write_family_metadata(GgufWriter& out, const SynthPreset& p) {
         out.set_f32(a + "rope.scaling.factor", f.yarn_factor);
         out.set_u32(a + "rope.scaling.original_context_length", uint32_t(f.yarn_orig_ctx));
     }
+    if (f.n_ff_shexp > 0) out.set_u32(a + "expert_shared_feed_forward_length", uint32_t(f.n_ff_shexp));
+    if (f.ssm_state > 0) {
+        out.set_u32(a + "ssm.conv_kernel", uint32_t(f.ssm_conv_kernel));
+        out.set_u32(a + "ssm.state_size", uint32_t(f.ssm_state));
+        out.set_u32(a + "ssm.group_count", uint32_t(f.ssm_k_heads));
+        out.set_u32(a + "ssm.time_step_rank", uint32_t(f.ssm_v_heads));
+        out.set_u32(a + "ssm.inner_size", uint32_t(f.ssm_v_heads * f.ssm_state));
+        out.set_u32(a + "full_attention_interval", uint32_t(f.full_attention_interval));
+        // The converter's text sections: every rotated pair takes the token's position.
+        out.set_i32s(a + "rope.dimension_sections", {11, 11, 10, 0});
+    }
     if (f.logit_scale > 0) {
         out.set_f32(a + "logit_scale", f.logit_scale);
         out.set_f32(a + "embedding_scale", f.embedding_scale);
@@ -205,7 +236,24 @@ std::vector<SynthTensor> synth_tensors(const SynthPreset& p) {
     for (int l = 0; l < p.n_layer; ++l) {
         const std::string b = "blk." + std::to_string(l) + ".";
         if (a.pre_norms) t.push_back({b + "attn_norm.weight", {e}});
-        if (a.fused_qkv) {
+        if (recurrent_layer(p, l)) {
+            const SynthFamilyShape& s = p.family;
+            const uint64_t hv = uint64_t(s.ssm_v_heads), vd = hv * uint64_t(s.ssm_state);
+            const uint64_t conv = 2 * uint64_t(s.ssm_k_heads) * uint64_t(s.ssm_state) + vd;
+            t.push_back({b + "attn_qkv.weight", {e, conv}});
+            t.push_back({b + "attn_gate.weight", {e, vd}});
+            t.push_back({b + "ssm_conv1d.weight", {uint64_t(s.ssm_conv_kernel), conv}});
+            t.push_back({b + "ssm_dt.bias", {hv}});
+            t.push_back({b + "ssm_a", {hv}});
+            t.push_back({b + "ssm_beta.weight", {e, hv}});
+            t.push_back({b + "ssm_alpha.weight", {e, hv}});
+            t.push_back({b + "ssm_norm.weight", {uint64_t(s.ssm_state)}});
+            t.push_back({b + "ssm_out.weight", {vd, e}});
+        } else if (a.attn_output_gate) {
+            t.push_back({b + "attn_q.weight", {e, 2 * q}});
+            t.push_back({b + "attn_k.weight", {e, kv}});
+            t.push_back({b + "attn_v.weight", {e, kv}});
+        } else if (a.fused_qkv) {
             t.push_back({b + "attn_qkv.weight", {e, q + 2 * kv}});
         } else {
             t.push_back({b + "attn_q.weight", {e, q}});
@@ -215,11 +263,11 @@ std::vector<SynthTensor> synth_tensors(const SynthPreset& p) {
             t.push_back({b + "attn_v.weight", {e, kv}});
             if (p.qkv_bias) t.push_back({b + "attn_v.bias", {kv}});
         }
-        if (a.qk_norm != QkNorm::None) {
+        if (a.qk_norm != QkNorm::None && !recurrent_layer(p, l)) {
             t.push_back({b + "attn_q_norm.weight", {per_head ? d : q}});
             t.push_back({b + "attn_k_norm.weight", {per_head ? d : kv}});
         }
-        t.push_back({b + "attn_output.weight", {q, e}});
+        if (!recurrent_layer(p, l)) t.push_back({b + "attn_output.weight", {q, e}});
         if (a.attn_out_bias) t.push_back({b + "attn_output.bias", {e}});
         if (a.sinks) t.push_back({b + "attn_sinks.weight", {uint64_t(p.n_head)}});
         if (a.post_norms) t.push_back({b + "post_attention_norm.weight", {e}});
@@ -235,6 +283,13 @@ std::vector<SynthTensor> synth_tensors(const SynthPreset& p) {
                 t.push_back({b + "ffn_gate_exps.bias", {fe, n}});
                 t.push_back({b + "ffn_up_exps.bias", {fe, n}});
                 t.push_back({b + "ffn_down_exps.bias", {e, n}});
+            }
+            if (a.shared_expert) {
+                const uint64_t fs = uint64_t(p.family.n_ff_shexp);
+                t.push_back({b + "ffn_gate_inp_shexp.weight", {e, 1}});
+                t.push_back({b + "ffn_gate_shexp.weight", {e, fs}});
+                t.push_back({b + "ffn_up_shexp.weight", {e, fs}});
+                t.push_back({b + "ffn_down_shexp.weight", {fs, e}});
             }
             continue;
         }
@@ -286,7 +341,7 @@ QuantizeSummary synthesize_model(const std::string& output_path, const SynthOpti
     out.set_u32(a + "context_length", uint32_t(p.n_ctx));
     out.set_u32(a + "embedding_length", uint32_t(p.n_embd));
     out.set_u32(a + "block_count", uint32_t(p.n_layer));
-    out.set_u32(a + "feed_forward_length", uint32_t(p.n_ff));
+    if (p.n_ff > 0) out.set_u32(a + "feed_forward_length", uint32_t(p.n_ff));  // Qwen3.5-MoE's config has none
     out.set_u32(a + "attention.head_count", uint32_t(p.n_head));
     out.set_u32(a + "attention.head_count_kv", uint32_t(p.n_head_kv));
     if (p.family.head_dim > 0) {
@@ -345,6 +400,11 @@ QuantizeSummary synthesize_model(const std::string& output_path, const SynthOpti
                 return;
             }
             const uint64_t row_seed = mix64(tensor_seed + row);
+            if (t.name.ends_with(".ssm_a")) {  // −exp(A_log): decays e^g in (0, 1), |a| log-uniform in [0.02, 1]
+                for (size_t i = 0; i < n; ++i)
+                    dst[i] = -float(std::exp(std::log(0.02) * double(mix64(row_seed + i) >> 11) * 0x1.0p-53));
+                return;
+            }
             for (size_t i = 0; i < n; ++i) {
                 const double u = double(mix64(row_seed + i) >> 11) * 0x1.0p-53;  // [0, 1)
                 dst[i] = offset + float((2.0 * u - 1.0) * half_width);

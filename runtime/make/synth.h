@@ -24,6 +24,10 @@ struct SynthFamilyShape {
     int n_expert = 0, n_expert_used = 0, n_ff_exp = 0;  // mixtures of experts
     float yarn_factor = 0;         // > 0: YaRN rope scaling from yarn_orig_ctx (gpt-oss)
     int yarn_orig_ctx = 0;
+    int n_ff_shexp = 0;            // the shared expert's width (qwen35moe)
+    // Gated DeltaNet layers (qwen35): conv taps, head size, key and value heads; every
+    // full_attention_interval-th layer is attention.
+    int ssm_conv_kernel = 0, ssm_state = 0, ssm_k_heads = 0, ssm_v_heads = 0, full_attention_interval = 0;
 };
 
 struct SynthPreset {

@@ -4,6 +4,7 @@
 
 #include "runtime/compute/attention_batch.h"
 #include "runtime/compute/matmul.h"
+#include "runtime/compute/recurrent_state.h"
 #include "runtime/session/session.h"
 
 namespace rill {
@@ -82,7 +83,14 @@ ModelShape shape_of_preset(const SynthPreset& p, const QuantRecipe& recipe) {
     hp.n_expert = p.family.n_expert;
     hp.n_expert_used = p.family.n_expert_used;
     hp.n_ff_exp = p.family.n_ff_exp;
+    hp.n_ff_shexp = p.family.n_ff_shexp;
     set_layer_pattern(hp, hp.family->default_swa_pattern);
+    if (const int every = p.family.full_attention_interval; every > 0) {
+        hp.ssm = {.conv_kernel = p.family.ssm_conv_kernel, .state_size = p.family.ssm_state, .n_k_heads = p.family.ssm_k_heads,
+                  .n_v_heads = p.family.ssm_v_heads};
+        hp.layer_recurrent.assign(size_t(hp.n_layer), 0);
+        for (int l = 0; l < hp.n_layer; ++l) hp.layer_recurrent[size_t(l)] = (l + 1) % every != 0;
+    }
 
     const std::vector<SynthTensor> tensors = synth_tensors(p);
     std::vector<std::string> names;
@@ -103,7 +111,10 @@ static uint64_t kv_bytes_per_slot(const Hparams& hp, KvTypes kv_types) {
     return uint64_t(kv_row_bytes(kv_types.k, hp.kv_dim())) + uint64_t(kv_row_bytes(kv_types.v, hp.kv_dim()));
 }
 
-uint64_t kv_bytes_per_token(const Hparams& hp, KvTypes kv_types) { return uint64_t(hp.n_layer) * kv_bytes_per_slot(hp, kv_types); }
+// A recurrent layer keeps no keys and values: its state is the same size at every position.
+uint64_t kv_bytes_per_token(const Hparams& hp, KvTypes kv_types) {
+    return uint64_t(hp.n_layer - hp.n_recurrent()) * kv_bytes_per_slot(hp, kv_types);
+}
 
 uint64_t kv_cache_bytes(const Hparams& hp, int n_ctx, int n_batch, KvTypes kv_types) {
     uint64_t slots = 0;
@@ -123,9 +134,12 @@ DecodeBudget decode_bytes_per_token(const ModelShape& shape, int position, KvTyp
     const Hparams& hp = shape.hp;
     const uint64_t per_position = kv_bytes_per_slot(hp, kv_types);
     for (int l = 0; l < hp.n_layer; ++l) {
+        if (hp.recurrent(l)) continue;
         const int seen = hp.window(l) > 0 ? std::min(std::max(0, position), hp.window(l)) : std::max(0, position);
         budget.kv_bytes += per_position * uint64_t(seen);
     }
+    // A recurrent layer reads its state and writes it back every step.
+    budget.state_bytes = 2 * recurrent_state_bytes(hp);
     return budget;
 }
 
@@ -139,12 +153,16 @@ double prompt_flops(const ModelShape& shape, int n_tokens) {
     // weighted sum of values, per head.
     double attended = 0;
     for (int l = 0; l < hp.n_layer; ++l) {
+        if (hp.recurrent(l)) continue;
         const double n = n_tokens, w = hp.window(l);
         attended += w <= 0 || w >= n ? n * (n + 1) / 2 : w * (w + 1) / 2 + (n - w) * w;
     }
     const double attention = 4.0 * double(hp.head_dim) * double(hp.n_head) * attended;
     const double output = 2.0 * double(hp.n_vocab) * double(hp.n_embd);
-    return per_token * double(n_tokens) + attention + output;
+    // A Gated DeltaNet layer's rule per token and value head: decay, read, update and read again of
+    // its state_size² matrix, four multiply-adds an entry.
+    const double delta_rule = 8.0 * double(hp.ssm.value_dim()) * double(hp.ssm.state_size) * double(hp.n_recurrent());
+    return (per_token + delta_rule) * double(n_tokens) + attention + output;
 }
 
 int default_context(const Hparams& hp) { return std::min(hp.n_ctx_train, 4096); }
@@ -154,6 +172,7 @@ MemoryNeeds memory_needs(const ModelShape& shape, int n_ctx, int n_batch, int n_
     MemoryNeeds needs;
     needs.weights = shape.weight_bytes();
     needs.kv_cache = kv_cache_bytes(hp, n_ctx, n_batch, kv_types);
+    needs.recurrent_state = recurrent_state_bytes(hp);
     // What Session, matmul and batch attention allocate at most (see their resize calls).
     const uint64_t batch = uint64_t(std::max(1, std::min(n_batch, n_ctx)));
     const uint64_t threads = uint64_t(std::max(1, n_threads)), ctx = uint64_t(std::max(1, n_ctx));

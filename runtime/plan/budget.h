@@ -50,7 +50,8 @@ struct DecodeBudget {
     uint64_t weight_bytes = 0;  // every matrix and vector a step touches, one row of the embedding table;
                                 // of a mixture of experts, the expected share of the experts
     uint64_t kv_bytes = 0;      // keys and values of every earlier position, all layers
-    uint64_t total() const { return weight_bytes + kv_bytes; }
+    uint64_t state_bytes = 0;   // recurrent layers' state, read and written back
+    uint64_t total() const { return weight_bytes + kv_bytes + state_bytes; }
 };
 
 // Keys and values of one position, all layers, in their types (Q8_0: 34 bytes per 32 values, a
@@ -70,7 +71,8 @@ struct MemoryNeeds {
     uint64_t weights = 0;
     uint64_t kv_cache = 0;
     uint64_t scratch = 0;  // activations, logits, attention and GEMM buffers of one session
-    uint64_t total() const { return weights + kv_cache + scratch; }
+    uint64_t recurrent_state = 0;  // recurrent layers' state of one sequence (a hybrid's, beside its KV cache)
+    uint64_t total() const { return weights + kv_cache + scratch + recurrent_state; }
 };
 
 // Default context of a session: the model's training context, at most 4096 (as Session chooses).

@@ -72,10 +72,11 @@ DecodeEstimate predict_decode(const ModelShape& shape, const MachineProfile& pro
     // a softmax term and a weighted add per query head: whichever is slower sets its time.
     const Hparams& hp = shape.hp;
     const double kv_read = double(budget.kv_bytes) / bandwidth;
-    const double kv_compute = double(hp.n_layer) * hp.n_head * double(position + 1) *
+    const int attention_layers = hp.n_layer - hp.n_recurrent();  // a recurrent layer's state is in budget.state_bytes
+    const double kv_compute = double(attention_layers) * hp.n_head * double(position + 1) *
                               profile.decode_attention_seconds_per_head_position(hp.head_dim, n_threads);
     e.attention_seconds = std::max(kv_read, kv_compute);
-    seconds += double(budget.weight_bytes - matrix_bytes) / bandwidth + e.attention_seconds;
+    seconds += double(budget.weight_bytes - matrix_bytes + budget.state_bytes) / bandwidth + e.attention_seconds;
     // Each layer's products (Q, K and V together; the output projection; gate and up together; down)
     // and the logits' each cost the team a meeting beyond their bytes.
     seconds += double(kDecodeCallsPerLayer * hp.n_layer + 1) * profile.decode_call_seconds(n_threads);
@@ -115,7 +116,11 @@ PrefillEstimate predict_prefill(const ModelShape& shape, const MachineProfile& p
         const double attended = double(m) * (double(first) + double(m + 1) / 2);
         const double measured = profile.prompt_attention_gflops_at(hp.head_dim, n_threads) * 1e9;
         const double rate = measured > 0 ? measured : gemm_rate(profile, TensorType::F32, n_threads, hp.head_dim);
-        seconds += 4.0 * hp.head_dim * hp.n_head * hp.n_layer * attended / rate;
+        seconds += 4.0 * hp.head_dim * hp.n_head * (hp.n_layer - hp.n_recurrent()) * attended / rate;
+        // A recurrent layer's rule is vector work over its state, token after token: priced at the
+        // float32 matrix rate, which it does not beat.
+        seconds += 8.0 * double(hp.ssm.value_dim()) * hp.ssm.state_size * hp.n_recurrent() * double(m) /
+                   gemm_rate(profile, TensorType::F32, n_threads, hp.ssm.state_size);
     }
     // Logits for the last token only: one pass over the output matrix.
     for (const TensorShape& t : shape.tensors)
