@@ -59,6 +59,11 @@ using DotHeadsFn = void (*)(const uint8_t* rows, size_t row_stride, size_t n_row
 // weights[h * w_stride + r] * row_r[c], n a multiple of 16.
 using WeightedSumHeadsFn = void (*)(const uint8_t* rows, size_t row_stride, size_t n_rows, size_t n, const float* weights,
                                     size_t w_stride, int n_q, float* out);
+// One token through one value head of a Gated DeltaNet layer (delta_rule.inl): M (S rows of S, row i
+// for key index i) is decayed, corrected towards v along k with strength beta, and read along q:
+// M ← decay·M; δ = beta·(v − Mᵀk); M ← M + k δᵀ; o = scale · Mᵀq.
+using DeltaRuleFn = void (*)(float* M, const float* q, const float* k, const float* v, float decay, float beta, float scale, size_t S,
+                             float* o);
 
 struct GemvKernels {
     KernelPath path;
@@ -71,6 +76,7 @@ struct GemvKernels {
     WeightedSumFn weighted_sum_f32, weighted_sum_f16, weighted_sum_bf16, weighted_sum_q8_0, weighted_sum_q4_0;
     DotHeadsFn dot_heads_f32, dot_heads_f16, dot_heads_bf16;
     WeightedSumHeadsFn weighted_sum_heads_f32, weighted_sum_heads_f16, weighted_sum_heads_bf16;
+    DeltaRuleFn delta_rule;
     // F16 and BF16 rows that also ask for the weights kPrefetchAhead bytes ahead of the ones being
     // multiplied: the same bits as f16 and bf16. Which form streams faster is the CPU's: on an Intel Xeon
     // (family 6 model 207) asking ahead decoded tinyllama F16 1.5x as fast, on an AMD Zen 4 (family 25

@@ -782,6 +782,8 @@ static void weighted_sum_heads(const uint8_t* rows, size_t row_stride, size_t n_
 #define RILL_DOT_ROW_BF16 dot_row_float<2, load_bf16, scalar_bf16>
 #endif
 
+#include "delta_rule.inl"
+
 template <float (*Row)(const uint8_t*, size_t, const uint8_t*)>
 static void dot_rows(const uint8_t* rows, size_t row_stride, size_t n_rows, size_t cols, const uint8_t* act, float* out) {
     for (size_t r = 0; r < n_rows; ++r) out[r] = Row(rows + r * row_stride, cols, act);
@@ -829,5 +831,6 @@ static const GemvKernels kKernels = {
     weighted_sum_heads<4, load_f32_bytes>,
     weighted_sum_heads<2, load_f16>,
     weighted_sum_heads<2, load_bf16>,
+    delta_rule,
     RILL_DOT_ROWS_AHEAD,
 };

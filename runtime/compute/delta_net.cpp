@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "runtime/compute/ops.h"
-#include "simd/dot.h"
+#include "simd/gemv.h"
 
 namespace rill {
 namespace {
@@ -37,15 +37,23 @@ void convolve(float* u, float* window, const float* taps, int channels, int kern
     }
 }
 
-// One token through one value head's delta rule: each row j of M (value index j) is decayed, read
-// against k, corrected towards v_j and read against q, all while it is in the first-level cache.
-void delta_rule(float* M, const float* q, const float* k, const float* v, float decay, float beta, float scale, int S, float* o) {
-    for (int j = 0; j < S; ++j) {
-        float* row = M + size_t(j) * size_t(S);
-        simd::scale(row, size_t(S), decay);
-        const float delta = (v[j] - simd::dot(row, k, size_t(S))) * beta;
-        simd::axpy(delta, k, row, size_t(S));
-        o[j] = simd::dot(row, q, size_t(S)) * scale;
+// The reference path's delta rule: the same operations as the kernels' (simd/delta_rule.inl) in
+// plain scalar code, M's rows indexed by key.
+void delta_rule_reference(float* M, const float* q, const float* k, const float* v, float decay, float beta, float scale, size_t S,
+                          float* o) {
+    for (size_t j = 0; j < S; ++j) {
+        float y = 0;
+        for (size_t i = 0; i < S; ++i) {
+            M[i * S + j] *= decay;
+            y += k[i] * M[i * S + j];
+        }
+        const float delta = (v[j] - y) * beta;
+        float out = 0;
+        for (size_t i = 0; i < S; ++i) {
+            M[i * S + j] += k[i] * delta;
+            out += q[i] * M[i * S + j];
+        }
+        o[j] = out * scale;
     }
 }
 
@@ -80,6 +88,7 @@ void gated_delta_net(const Hparams& hp, const LayerWeights& L, int layer, const 
     }
 
     const float scale = 1.0f / std::sqrt(float(S));
+    const simd::DeltaRuleFn rule = mm.path == simd::KernelPath::Reference ? delta_rule_reference : simd::gemv_kernels(mm.path).delta_rule;
     const bool shared = mm.n_threads > 1 && size_t(n) * size_t(V) * size_t(S) >= kMinParallelWork;
 #pragma omp parallel for num_threads(mm.n_threads) schedule(static) if (shared)
     for (int h = 0; h < Hv; ++h) {
@@ -87,9 +96,9 @@ void gated_delta_net(const Hparams& hp, const LayerWeights& L, int layer, const 
         for (int t = 0; t < n; ++t) {
             const float* u = &s.u[size_t(t) * size_t(C)];
             float* M = places[size_t(t)].recurrent->matrix(layer) + size_t(h) * size_t(S) * size_t(S);
-            delta_rule(M, u + size_t(kh) * size_t(S), u + size_t(Hk + kh) * size_t(S), u + size_t(2 * Hk * S) + size_t(h) * size_t(S),
-                       std::exp(s.alpha[size_t(t) * size_t(Hv) + size_t(h)]), s.beta[size_t(t) * size_t(Hv) + size_t(h)], scale, S,
-                       &s.y[size_t(t) * size_t(V) + size_t(h) * size_t(S)]);
+            rule(M, u + size_t(kh) * size_t(S), u + size_t(Hk + kh) * size_t(S), u + size_t(2 * Hk * S) + size_t(h) * size_t(S),
+                 std::exp(s.alpha[size_t(t) * size_t(Hv) + size_t(h)]), s.beta[size_t(t) * size_t(Hv) + size_t(h)], scale, size_t(S),
+                 &s.y[size_t(t) * size_t(V) + size_t(h) * size_t(S)]);
         }
     }
 

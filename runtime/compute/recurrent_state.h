@@ -15,7 +15,7 @@ namespace rill {
 struct RecurrentState {
     std::vector<int> slot;          // per layer: its index among the recurrent layers, or -1
     size_t conv_floats = 0;         // per recurrent layer
-    size_t matrix_floats = 0;       // per recurrent layer: n_v_heads matrices, each row of one value index
+    size_t matrix_floats = 0;       // per recurrent layer: n_v_heads matrices of state_size rows, one per key index
     std::vector<float> conv, matrices;
 
     RecurrentState() = default;
