@@ -104,6 +104,53 @@ bool read_calls(const json& v, std::vector<ToolCall>& calls) {
     return read_call(v, calls);
 }
 
+// One parameter's text as an argument value: JSON where it is a number, object, array, true, false
+// or null, as Qwen3.5's template writes those (tojson), a string otherwise (the template writes
+// strings bare).
+json parameter_value(std::string_view text) {
+    const json v = json::parse(text, nullptr, false);
+    if (!v.is_discarded() && !v.is_string()) return v;
+    return std::string(text);
+}
+
+// Reads <function=NAME> ... </function> from the start of `s` (just after <tool_call>), moving past
+// it: each <parameter=KEY>, one newline, the value, one newline, </parameter>.
+bool take_xml_call(std::string_view& s, std::vector<ToolCall>& calls) {
+    constexpr std::string_view kFunction = "<function=", kEnd = "</function>", kParameter = "<parameter=", kParameterEnd = "</parameter>";
+    s = trim_left(s);
+    if (s.substr(0, kFunction.size()) != kFunction) return false;
+    s.remove_prefix(kFunction.size());
+    const size_t close = s.find('>');
+    if (close == std::string_view::npos || close == 0) return false;
+    ToolCall call;
+    call.name = std::string(s.substr(0, close));
+    s.remove_prefix(close + 1);
+    json arguments = json::object();
+    for (;;) {
+        s = trim_left(s);
+        if (s.substr(0, kEnd.size()) == kEnd) {
+            s.remove_prefix(kEnd.size());
+            break;
+        }
+        if (s.substr(0, kParameter.size()) != kParameter) return false;
+        s.remove_prefix(kParameter.size());
+        const size_t key_end = s.find('>');
+        if (key_end == std::string_view::npos || key_end == 0) return false;
+        const std::string key(s.substr(0, key_end));
+        s.remove_prefix(key_end + 1);
+        const size_t value_end = s.find(kParameterEnd);
+        if (value_end == std::string_view::npos) return false;
+        std::string_view value = s.substr(0, value_end);
+        if (!value.empty() && value.front() == '\n') value.remove_prefix(1);
+        if (!value.empty() && value.back() == '\n') value.remove_suffix(1);
+        arguments[key] = parameter_value(value);
+        s.remove_prefix(value_end + kParameterEnd.size());
+    }
+    call.arguments = arguments.dump(-1, ' ', false, json::error_handler_t::replace);
+    calls.push_back(std::move(call));
+    return true;
+}
+
 // Reads JSON calls from the start of `s`, moving past them.
 bool take_json_calls(std::string_view& s, std::vector<ToolCall>& calls) {
     s = trim_left(s);
@@ -142,6 +189,7 @@ std::string rename_root(const std::string& gbnf, const std::string& name) {
 }  // namespace
 
 ToolSyntax tool_syntax(const std::string& source) {
+    if (source.find("<tool_call>") != std::string::npos && source.find("<function=") != std::string::npos) return ToolSyntax::XmlFunction;
     if (source.find("<tool_call>") != std::string::npos) return ToolSyntax::Hermes;
     if (source.find("[TOOL_CALLS]") != std::string::npos) return ToolSyntax::Mistral;
     if (source.find("<|tool_call|>") != std::string::npos) return ToolSyntax::Granite;
@@ -153,6 +201,7 @@ ToolSyntax tool_syntax(const std::string& source) {
 const char* tool_syntax_name(ToolSyntax syntax) {
     switch (syntax) {
         case ToolSyntax::Hermes: return "hermes";
+        case ToolSyntax::XmlFunction: return "xml-function";
         case ToolSyntax::Llama3: return "llama3";
         case ToolSyntax::Mistral: return "mistral";
         case ToolSyntax::Granite: return "granite";
@@ -169,6 +218,21 @@ std::string tool_call_gbnf(ToolSyntax syntax, const std::vector<Tool>& tools, bo
             const std::string payload = rename_root(grammar::json_schema_to_gbnf(call), "call");
             return std::string("root ::= block") + (parallel ? " (\"\\n\" block){0," + std::to_string(kMaxParallelCalls - 1) + "}" : "") +
                    "\nblock ::= \"<tool_call>\\n\" call \"\\n</tool_call>\"\n" + payload;
+        }
+        case ToolSyntax::XmlFunction: {
+            // Each tool's name and its parameters' names; a value is any text without '<' (the
+            // template writes strings bare, everything else as JSON).
+            std::string calls;
+            for (size_t i = 0; i < tools.size(); ++i) {
+                std::string keys;
+                if (tools[i].parameters.is_object() && tools[i].parameters.contains("properties") && tools[i].parameters["properties"].is_object())
+                    for (const auto& [key, _] : tools[i].parameters["properties"].items())
+                        keys += std::string(keys.empty() ? "" : " | ") + ordered(key).dump();
+                calls += std::string(i ? " | " : "") + "\"<function=\" " + ordered(tools[i].name).dump() + " \">\\n\" " +
+                         (keys.empty() ? "" : "(\"<parameter=\" (" + keys + ") \">\\n\" value \"\\n</parameter>\\n\")* ") + "\"</function>\"";
+            }
+            return std::string("root ::= block") + (parallel ? " (\"\\n\" block){0," + std::to_string(kMaxParallelCalls - 1) + "}" : "") +
+                   "\nblock ::= \"<tool_call>\\n\" call \"\\n</tool_call>\"\ncall ::= " + calls + "\nvalue ::= [^<]+\n";
         }
         case ToolSyntax::Llama3:
             // Llama 3.1's template teaches one call per reply.
@@ -195,7 +259,11 @@ bool parse_tool_calls(std::string_view text, std::vector<ToolCall>& calls) {
     while (!(s = trim_left(s)).empty()) {
         if (s.substr(0, 11) == "<tool_call>") {
             s.remove_prefix(11);
-            if (!take_json_calls(s, found)) return false;
+            if (trim_left(s).substr(0, 10) == "<function=") {
+                if (!take_xml_call(s, found)) return false;
+            } else if (!take_json_calls(s, found)) {
+                return false;
+            }
             s = trim_left(s);
             if (s.substr(0, 12) == "</tool_call>") s.remove_prefix(12);
             else if (!s.empty()) return false;

@@ -13,6 +13,7 @@ namespace rill::serve {
 // How a model writes a call, by the chat template it was trained with.
 enum class ToolSyntax {
     Hermes,   // <tool_call>{"name": ..., "arguments": {...}}</tool_call> (Qwen2.5, Qwen3, Hermes 3)
+    XmlFunction,  // <tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n</function>\n</tool_call> (Qwen3.5, Qwen3-Coder)
     Llama3,   // {"name": ..., "parameters": {...}}, perhaps after <|python_tag|> (Llama 3.1 to 3.3)
     Mistral,  // [TOOL_CALLS][{"name": ..., "arguments": {...}}, ...]
     Granite,  // <|tool_call|>[{"name": ..., "arguments": {...}}, ...]

@@ -42,10 +42,15 @@ std::string error_of(const std::string& source, const json& extra = json::object
 
 }  // namespace
 
-TEST_CASE("every reference chat template case renders as transformers renders it", "[chat_template]") {
-    const json all = json::parse(test::read_text(test::shared_path("chat-templates/cases.json")));
+namespace {
+
+// Renders every case of the file's templates (those named `only`, if given) and counts the ones
+// that render as transformers does, or fail with its message.
+std::pair<int, int> check_cases(const std::string& file, const std::string& only = "") {
+    const json all = json::parse(test::read_text(test::shared_path(file)));
     int cases = 0, passed = 0;
     for (const auto& [model, entry] : all.items()) {
+        if (!only.empty() && model != only) continue;
         for (const auto& [name, c] : entry.at("cases").items()) {
             INFO(model << " / " << name);
             ++cases;
@@ -79,7 +84,20 @@ TEST_CASE("every reference chat template case renders as transformers renders it
             }
         }
     }
+    return {cases, passed};
+}
+
+}  // namespace
+
+TEST_CASE("every reference chat template case renders as transformers renders it", "[chat_template]") {
+    const auto [cases, passed] = check_cases("chat-templates/cases.json");
     CHECK(cases == 30);
+    CHECK(passed == cases);
+}
+
+TEST_CASE("Qwen3.5's template renders tools, tool results and thinking on and off as transformers does", "[chat_template]") {
+    const auto [cases, passed] = check_cases("chat-templates/cases-2026.json", "Qwen3.5-4B");
+    CHECK(cases == 12);
     CHECK(passed == cases);
 }
 

@@ -5,6 +5,8 @@
 #include <string>
 
 #include "apps/serve_tools.h"
+#include "runtime/grammar/grammar.h"
+#include "runtime/grammar/matcher.h"
 
 using namespace rill::serve;
 
@@ -97,4 +99,34 @@ TEST_CASE("a forced call's grammar per family names the function and holds its a
         CHECK(gbnf.find("\\\"f\\\"") != std::string::npos);
         CHECK(gbnf.rfind("root ::=", 0) == 0);
     }
+}
+
+// Qwen3.5's template (chat-templates/cases-2026.json) teaches calls as XML-like function blocks.
+TEST_CASE("Qwen3.5's function blocks parse to a call whose arguments are JSON, after its reasoning", "[serve_tools]") {
+    const OutputOptions options{.tools = true, .reasoning = true, .starts_in_reasoning = true, .syntax = ToolSyntax::XmlFunction};
+    const std::string reply = "The user wants the weather.\n</think>\n\n<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n"
+                              "</parameter>\n<parameter=days>\n3\n</parameter>\n<parameter=units>\n{\"t\": \"C\"}\n</parameter>\n"
+                              "</function>\n</tool_call>";
+    const ChatOutput out = parse_chat_output(options, reply);
+    CHECK(out.reasoning == "The user wants the weather.\n");
+    CHECK(out.content.empty());
+    REQUIRE(out.calls.size() == 1);
+    CHECK(out.calls[0].name == "get_weather");
+    CHECK(out.calls[0].arguments == R"({"city":"Oslo","days":3,"units":{"t":"C"}})");
+    check_same(options, reply);
+}
+
+TEST_CASE("a template that writes function blocks is recognised as Qwen3.5's syntax", "[serve_tools]") {
+    CHECK(tool_syntax("{{- '<tool_call>\\n<function=' + tool_call.name + '>\\n' }}") == ToolSyntax::XmlFunction);
+    CHECK(tool_syntax("<tool_call>\\n{{ tool_call | tojson }}") == ToolSyntax::Hermes);
+}
+
+TEST_CASE("a forced call in Qwen3.5's syntax accepts a function block with the tool's parameters", "[serve_tools]") {
+    const std::vector<Tool> tools = {{"get_weather", nlohmann::ordered_json::parse(R"({"type": "object", "properties": {"city": {"type": "string"}}})")}};
+    const auto grammar = std::make_shared<const rill::grammar::Grammar>(rill::grammar::parse_gbnf(tool_call_gbnf(ToolSyntax::XmlFunction, tools, false)));
+    rill::grammar::Matcher good(grammar);
+    CHECK(good.accept("<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n</parameter>\n</function>\n</tool_call>"));
+    CHECK(good.accepting());
+    rill::grammar::Matcher bad(grammar);
+    CHECK_FALSE(bad.accept("<tool_call>\n<function=get_time>"));
 }
