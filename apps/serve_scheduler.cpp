@@ -155,6 +155,9 @@ void Scheduler::publish(Slot& slot, const std::string& piece) {
 void Scheduler::finish(Slot& slot, FinishReason reason, const std::string& error) {
     std::string rest;
     if (slot.completion) slot.completion->finish(reason, rest);
+    // Before the prompt's last token (step()) and at the reply's end are the message boundaries a
+    // next turn may part at: a model with recurrent layers keeps its state there
+    // (Session::checkpoint), so that turn reads only what is new.
     if (slot.completion) slot.session->checkpoint();
     Job& job = *slot.job;
     const auto now = Clock::now();
@@ -249,10 +252,6 @@ void Scheduler::begin(Slot& slot) {
 
 void Scheduler::first_token(Slot& slot) {
     Job& job = *slot.job;
-    // The prompt's end and the reply's are the message boundaries a next turn may part at: a model
-    // with recurrent layers keeps its state there (Session::checkpoint), so that turn reads only
-    // what is new.
-    slot.session->checkpoint();
     slot.completion.emplace(vocab_, job.settings, job.prompt);
     std::string piece;
     slot.next = slot.completion->step(slot.session->last_logits(), piece);
@@ -301,7 +300,12 @@ void Scheduler::step() {
     for (Slot* slot : reading) {
         if (budget == 0) break;
         const std::span<const int32_t> prompt(slot->job->prompt);
-        const size_t n = std::min({budget, prompt.size() - slot->prefilled, size_t(n_batch_)});
+        size_t n = std::min({budget, prompt.size() - slot->prefilled, size_t(n_batch_)});
+        // A model with recurrent layers stops a piece before the prompt's last token and keeps its
+        // state there: the same prompt again (a regenerate) re-reads only that token, whose logits
+        // start the reply. Every row takes the decode kernels, so the split changes no result.
+        if (slot->session->recurrent_state().bytes() > 0 && slot->prefilled < prompt.size() - 1)
+            n = std::min(n, prompt.size() - 1 - slot->prefilled);
         pieces.push_back({slot->session.get(), prompt.subspan(slot->prefilled, n), slot->prefilled + n == prompt.size()});
         members.push_back(slot);
         budget -= n;
@@ -329,7 +333,8 @@ void Scheduler::step() {
         if (i >= decoding) {
             slot.prefilled += pieces[i].tokens.size();
             metrics_.prompt_evaluated(int(pieces[i].tokens.size()));
-            if (slot.prefilled == slot.job->prompt.size()) first_token(slot);
+            if (slot.prefilled + 1 == slot.job->prompt.size()) slot.session->checkpoint();
+            if (slot.prefilled == slot.job->prompt.size()) first_token(slot);  // which may finish the job
             else update_info(slot);
             continue;
         }

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -207,4 +208,42 @@ TEST_CASE("checkpoints stay within their count and bytes, the least recently use
     CHECK(session.checkpoint_count() == 2);
     CHECK(session.checkpoint_bytes() == 2 * session.recurrent_state().bytes());
     CHECK(session.truncate(12) == 0);  // 5 and 10 were the oldest and went
+}
+
+TEST_CASE("a hybrid's saved state carries its latest checkpoint, so a restored conversation can still go back to it", "[hybrid][state]") {
+    HybridCase c = open_case("qwen35-A");
+    const auto prompt = c.prompt();
+    const std::span<const int32_t> all(prompt);
+    Session first(*c.model, options());
+    first.eval(all.first(10));
+    first.checkpoint();
+    first.eval(all.subspan(10, 10));
+    const std::vector<uint8_t> saved = first.save_state();
+    const auto expected = copy(first.eval(all.subspan(20)));
+    first.truncate(12);
+    const auto again = copy(first.eval(all.subspan(10, 10)));
+
+    Session second(*c.model, options());
+    second.load_state(saved);
+    CHECK(second.checkpoint_count() == 1);
+    CHECK(second.truncate(12) == 10);
+    CHECK(bits_differing(again, second.eval(all.subspan(10, 10))) == 0);
+    CHECK(bits_differing(expected, second.eval(all.subspan(20))) == 0);
+}
+
+TEST_CASE("a hybrid's state cut short or with a checkpoint past its position is refused", "[hybrid][state]") {
+    HybridCase c = open_case("qwen35-A");
+    Session session(*c.model, options());
+    session.eval(c.prompt());
+    std::vector<uint8_t> saved = session.save_state();
+    Session other(*c.model, options());
+    CHECK_THROWS_WITH(other.load_state(std::span(saved).first(saved.size() - 100)), Catch::Contains("session state"));
+    // No checkpoint was taken: the position field after the state reads -1; make it past the end.
+    const size_t logits = size_t(c.model->hp.n_vocab) * 4, at = saved.size() - logits - 4;
+    int32_t pos = 0;
+    std::memcpy(&pos, saved.data() + at, 4);
+    REQUIRE(pos == -1);
+    pos = 1000;
+    std::memcpy(saved.data() + at, &pos, 4);
+    CHECK_THROWS_WITH(other.load_state(saved), Catch::Contains("recurrent checkpoint at position 1000"));
 }

@@ -108,11 +108,16 @@ ChatReply Chat::send(const std::string& user, const std::function<void(std::stri
 
     auto start = std::chrono::steady_clock::now();
     const std::span<const int32_t> fresh(prompt.data() + common, prompt.size() - common);
-    std::span<const float> logits = session_.eval(fresh);
-    cached_.insert(cached_.end(), fresh.begin(), fresh.end());
     // Message boundaries are where the next turn's prompt can part from this one: a model with
-    // recurrent layers returns there instead of reading the conversation again.
-    session_.checkpoint();
+    // recurrent layers keeps its state just before the prompt's last token (which is always read
+    // again for its logits) and at the reply's end, and returns there instead of reading the
+    // conversation again.
+    if (session_.recurrent_state().bytes() > 0 && fresh.size() > 1) {
+        session_.eval(fresh.first(fresh.size() - 1));
+        session_.checkpoint();
+    }
+    std::span<const float> logits = session_.recurrent_state().bytes() > 0 && fresh.size() > 1 ? session_.eval(fresh.last(1)) : session_.eval(fresh);
+    cached_.insert(cached_.end(), fresh.begin(), fresh.end());
     reply.prefill_ms = ms_since(start);
 
     Sampler sampler(config_.sampling);

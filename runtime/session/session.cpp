@@ -458,8 +458,10 @@ static int first_kept(const Hparams& hp, int layer, int pos) {
 
 // Layout: magic, n_layer, kv_dim, n_vocab, key type, value type, position, has-logits (int32 each);
 // then per layer the keys, then the values, of the positions it needs to go on (all of [0, position),
-// or a sliding layer's last window of them), each row as the cache keeps it; then the recurrent
-// layers' convolution windows and matrices (F32); then the last logits if present.
+// or a sliding layer's last window of them), each row as the cache keeps it; then, for a model with
+// recurrent layers, their convolution windows and matrices (F32), and the latest checkpoint before
+// the position (its position as int32, -1 for none, then its state), so a restored conversation can
+// still go back to its last message boundary; then the last logits if present.
 std::vector<uint8_t> Session::save_state() const {
     const Hparams& hp = model_.hp;
     std::vector<uint8_t> out(kStateMagic, kStateMagic + 8);
@@ -470,9 +472,21 @@ std::vector<uint8_t> Session::save_state() const {
         for (int p = first_kept(hp, l, pos_); p < pos_; ++p) out.insert(out.end(), kv_.key_row(l, p), kv_.key_row(l, p) + kv_.k_row);
         for (int p = first_kept(hp, l, pos_); p < pos_; ++p) out.insert(out.end(), kv_.value_row(l, p), kv_.value_row(l, p) + kv_.v_row);
     }
-    for (const std::vector<float>* part : {&recurrent_.conv, &recurrent_.matrices}) {
-        const auto* p = reinterpret_cast<const uint8_t*>(part->data());
-        out.insert(out.end(), p, p + part->size() * sizeof(float));
+    const auto put_floats = [&](const std::vector<float>& part) {
+        const auto* p = reinterpret_cast<const uint8_t*>(part.data());
+        out.insert(out.end(), p, p + part.size() * sizeof(float));
+    };
+    if (!recurrent_.empty()) {
+        put_floats(recurrent_.conv);
+        put_floats(recurrent_.matrices);
+        const Checkpoint* latest = nullptr;
+        for (const Checkpoint& c : checkpoints_)
+            if (c.pos < pos_ && (latest == nullptr || c.pos > latest->pos)) latest = &c;
+        put(out, int32_t(latest ? latest->pos : -1));
+        if (latest) {
+            put_floats(latest->conv);
+            put_floats(latest->matrices);
+        }
     }
     if (has_logits_) {
         const auto logits = last_logits();
@@ -502,16 +516,39 @@ void Session::load_state(std::span<const uint8_t> state) {
     const int32_t pos = in.get<int32_t>(), logits = in.get<int32_t>();
     if (pos < 0 || pos > n_ctx_)
         throw Error("session state holds " + std::to_string(pos) + " positions; this session's context is " + std::to_string(n_ctx_));
-    size_t need = (logits ? size_t(n_vocab) * 4 : 0) + size_t(recurrent_.bytes());
+    size_t need = logits ? size_t(n_vocab) * 4 : 0;
     for (int l = 0; l < hp.n_layer; ++l) need += (kv_.k_row + kv_.v_row) * size_t(pos - first_kept(hp, l, pos));
+    // The recurrent part: the state, a checkpoint's position, and its state unless that is -1.
+    int32_t checkpoint_pos = -1;
+    if (!recurrent_.empty()) {
+        const size_t state_bytes = size_t(recurrent_.bytes());
+        const size_t kv_at = in.at;
+        if (state.size() - in.at < need - (logits ? size_t(n_vocab) * 4 : 0) + state_bytes + 4)
+            throw Error("session state is truncated: its recurrent layers' state is missing");
+        std::memcpy(&checkpoint_pos, state.data() + kv_at + (need - (logits ? size_t(n_vocab) * 4 : 0)) + state_bytes, 4);
+        if (checkpoint_pos < -1 || checkpoint_pos >= pos)
+            throw Error("session state has a recurrent checkpoint at position " + std::to_string(checkpoint_pos) + ", not before its " +
+                        std::to_string(pos) + " positions");
+        need += state_bytes + 4 + (checkpoint_pos >= 0 ? state_bytes : 0);
+    }
     if (state.size() - in.at != need)
         throw Error("session state has " + std::to_string(state.size() - in.at) + " bytes of data, expected " + std::to_string(need));
     for (int l = 0; l < hp.n_layer; ++l) {
         for (int p = first_kept(hp, l, pos); p < pos; ++p) in.read(kv_.key_row(l, p), kv_.k_row);
         for (int p = first_kept(hp, l, pos); p < pos; ++p) in.read(kv_.value_row(l, p), kv_.v_row);
     }
-    for (std::vector<float>* part : {&recurrent_.conv, &recurrent_.matrices}) in.read(part->data(), part->size() * sizeof(float));
     checkpoints_.clear();
+    if (!recurrent_.empty()) {
+        for (std::vector<float>* part : {&recurrent_.conv, &recurrent_.matrices}) in.read(part->data(), part->size() * sizeof(float));
+        in.get<int32_t>();  // the checkpoint's position, read above
+        if (checkpoint_pos >= 0) {
+            Checkpoint c{checkpoint_pos, std::vector<float>(recurrent_.conv.size()), std::vector<float>(recurrent_.matrices.size()),
+                         ++checkpoint_clock_};
+            in.read(c.conv.data(), c.conv.size() * sizeof(float));
+            in.read(c.matrices.data(), c.matrices.size() * sizeof(float));
+            checkpoints_.push_back(std::move(c));
+        }
+    }
     has_logits_ = logits != 0;
     if (has_logits_) {
         logits_.resize(size_t(n_vocab));
