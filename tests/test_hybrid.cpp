@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -11,6 +12,7 @@
 #include "numeric.h"
 #include "quant/fp16.h"
 #include "runtime/compute/recurrent_state.h"
+#include "runtime/format/gguf_writer.h"
 #include "runtime/session/session.h"
 #include "shared_data.h"
 
@@ -246,4 +248,34 @@ TEST_CASE("a hybrid's state cut short or with a checkpoint past its position is 
     pos = 1000;
     std::memcpy(saved.data() + at, &pos, 4);
     CHECK_THROWS_WITH(other.load_state(saved), Catch::Contains("recurrent checkpoint at position 1000"));
+}
+
+// Qwen3.5 files may end with MTP (next-token prediction) blocks, counted in block_count and named by
+// nextn_predict_layers; the main pass skips them.
+TEST_CASE("a hybrid file with an MTP block loads and runs its main layers only", "[hybrid]") {
+    HybridCase c = open_case("qwen35-A");
+    const GgufFile& src = c.model->file;
+    const std::string path = (std::filesystem::temp_directory_path() / "rill-qwen35-mtp.gguf").string();
+    {
+        GgufWriter w(path);
+        for (const auto& [key, value] : src.metadata())
+            if (key != "general.alignment" && key != "qwen35.block_count") w.set_value(key, value);
+        w.set_u32("qwen35.block_count", 5);
+        w.set_u32("qwen35.nextn_predict_layers", 1);
+        for (const GgufTensor& t : src.tensors()) w.add_tensor(t.name, t.type, std::vector<uint64_t>(t.ne.begin(), t.ne.begin() + t.n_dims));
+        w.add_tensor("blk.4.attn_norm.weight", TensorType::F32, {256});
+        w.add_tensor("blk.4.nextn.eh_proj.weight", TensorType::F32, {512, 256});
+        w.begin_data();
+        for (const GgufTensor& t : src.tensors()) w.write_data(std::span(t.data, t.n_bytes));
+        const std::vector<uint8_t> zeros((256 + 512 * 256) * 4, 0);
+        w.write_data(std::span(zeros).first(256 * 4));
+        w.write_data(std::span(zeros).first(512 * 256 * 4));
+        w.finish();
+    }
+    const auto with_mtp = load_model(path);
+    CHECK(with_mtp->hp.n_layer == 4);
+    CHECK(with_mtp->hp.n_nextn == 1);
+    Session a(*c.model, options()), b(*with_mtp, options());
+    CHECK(bits_differing(copy(a.eval(c.prompt())), b.eval(c.prompt())) == 0);
+    std::filesystem::remove(path);
 }
