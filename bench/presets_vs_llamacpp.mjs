@@ -3,6 +3,8 @@
 // rill on the same tokens (one eval of prompt + greedy, teacher-forced, with the exact reference
 // kernels and again with the default ones).
 //   node bench/presets_vs_llamacpp.mjs [--rill PATH] [--peer PATH] [--dir DIR] [--type Q8_0] [-t N] PRESET...
+//   node bench/presets_vs_llamacpp.mjs --file MODEL.gguf   (a file already written, e.g. a preset too
+//   large for Q8_0 on this machine; it is kept)
 // Prints a markdown table; exits 1 when a preset disagrees (greedy tokens before the first step whose
 // margin is below 0.25, or max |Δ log-prob| of the exact path above 0.5). Files are removed after use.
 import { execFileSync } from "node:child_process";
@@ -13,12 +15,18 @@ import path from "node:path";
 const args = process.argv.slice(2);
 let rill = "build/bin/rill", peer = "../shared/peers/llamacpp", dir = os.tmpdir(), type = "Q8_0", threads = "2";
 const presets = [];
+const files = new Map();  // preset label -> a file given with --file
 for (let i = 0; i < args.length; ++i) {
   if (args[i] === "--rill") rill = args[++i];
   else if (args[i] === "--peer") peer = args[++i];
   else if (args[i] === "--dir") dir = args[++i];
   else if (args[i] === "--type") type = args[++i];
   else if (args[i] === "-t") threads = args[++i];
+  else if (args[i] === "--file") {
+    const file = args[++i];
+    presets.push(path.basename(file, ".gguf"));
+    files.set(presets[presets.length - 1], file);
+  }
   else presets.push(args[i]);
 }
 if (presets.length === 0) {
@@ -73,9 +81,9 @@ const margin = (row) => {
 const lines = [];
 let failed = false;
 for (const preset of presets) {
-  const model = path.join(dir, `${preset}.${type}.gguf`);
+  const model = files.get(preset) ?? path.join(dir, `${preset}.${type}.gguf`);
   const started = Date.now();
-  exec(rill, ["synth", "--preset", preset, "--type", type, "-o", model, "-t", threads]);
+  if (!files.has(preset)) exec(rill, ["synth", "--preset", preset, "--type", type, "-o", model, "-t", threads]);
   const info = JSON.parse(exec(rill, ["info", "-m", model, "--json"]));
   const n_vocab = info.n_vocab;
   const tokens = prompt(n_vocab);
@@ -107,7 +115,7 @@ for (const preset of presets) {
     if (label === "exact" && (worst > 0.5 || agreed < mustAgree)) failed = true;
     if (label === "default" && agreed < mustAgree) failed = true;
   }
-  fs.unlinkSync(model);
+  if (!files.has(preset)) fs.unlinkSync(model);
   const e = result.exact, d = result.default;
   lines.push(`| ${preset} | ${result.file_gb} | ${e.agreed}/${e.mustAgree} | ${e.leading}/16 | ${e.worst.toFixed(3)} | ` +
              `${d.agreed}/${d.mustAgree} | ${d.leading}/16 | ${d.worst.toFixed(3)} | ${((Date.now() - started) / 1000).toFixed(0)} s |`);

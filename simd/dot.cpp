@@ -100,6 +100,20 @@ void gated(float* gate, const float* up, size_t n, Z z) {
 
 }  // namespace
 
+void silu(float* x, size_t n) {
+    constexpr size_t W = Batch::size;
+    const Batch one(1.0f);
+    const auto apply = [&](Batch v) { return v / (one + xsimd::exp(-v)); };
+    size_t i = 0;
+    for (; i + W <= n; i += W) apply(Batch::load_unaligned(x + i)).store_unaligned(x + i);
+    if (i < n) {
+        alignas(64) float v[W] = {};
+        std::copy(x + i, x + n, v);
+        apply(Batch::load_aligned(v)).store_aligned(v);
+        std::copy(v, v + (n - i), x + i);
+    }
+}
+
 void swiglu(float* gate, const float* up, size_t n) {
     gated(gate, up, n, [](Batch x) { return x; });
 }

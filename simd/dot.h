@@ -23,6 +23,8 @@ void scale(float* x, size_t n, float a);
 // threads differently, gives the same values. The scalar exp per element they replace was a tenth of
 // a 512-token prompt on tinyllama (Zen 5, 2 threads), run by one thread while the other waited.
 void swiglu(float* gate, const float* up, size_t n);
+// x[i] = x[i]·σ(x[i]), through the same vector exp, the tail padded.
+void silu(float* x, size_t n);
 void geglu(float* gate, const float* up, size_t n);
 
 }  // namespace rill::simd

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "runtime/compute/ops.h"
+#include "simd/dot.h"
 #include "simd/gemv.h"
 
 namespace rill {
@@ -11,8 +12,7 @@ namespace {
 
 const float* floats(const Weight& w) { return reinterpret_cast<const float*>(w.tensor->data); }
 
-// As ggml: x / (1 + e^-x), and softplus as ln(1 + e^x), x itself above 20.
-float silu(float x) { return x / (1.0f + std::exp(-x)); }
+// As ggml: softplus as ln(1 + e^x), x itself above 20.
 float softplus(float x) { return x > 20.0f ? x : std::log(1.0f + std::exp(x)); }
 
 // ggml_l2_norm: x / max(‖x‖, eps), the sum of squares in double.
@@ -23,8 +23,9 @@ void l2_normalise(float* x, int n, float eps) {
     for (int i = 0; i < n; ++i) x[i] *= scale;
 }
 
-// The causal convolution of one token's raw channels u (conv_dim) with the window before it, then
-// SiLU, in place; the window moves on by this token (the raw u, not the convolved value).
+// The causal convolution of one token's raw channels u (conv_dim) with the window before it, in
+// place (SiLU follows, for all rows at once); the window moves on by this token (the raw u, not the
+// convolved value).
 void convolve(float* u, float* window, const float* taps, int channels, int kernel) {
     for (int ch = 0; ch < channels; ++ch) {
         const float* w = taps + size_t(ch) * size_t(kernel);
@@ -33,7 +34,7 @@ void convolve(float* u, float* window, const float* taps, int channels, int kern
         acc += u[ch] * w[kernel - 1];
         for (int i = 0; i + 1 < kernel - 1; ++i) window[size_t(i) * size_t(channels) + size_t(ch)] = window[size_t(i + 1) * size_t(channels) + size_t(ch)];
         if (kernel > 1) window[size_t(kernel - 2) * size_t(channels) + size_t(ch)] = u[ch];
-        u[ch] = silu(acc);
+        u[ch] = acc;
     }
 }
 
@@ -78,6 +79,7 @@ void gated_delta_net(const Hparams& hp, const LayerWeights& L, int layer, const 
         if (places[size_t(t)].pos == 0) state.clear(layer);
         float* u = &s.u[size_t(t) * size_t(C)];
         convolve(u, state.conv_window(layer), taps, C, p.conv_kernel);
+        simd::silu(u, size_t(C));
         for (int j = 0; j < 2 * Hk; ++j) l2_normalise(u + size_t(j) * size_t(S), S, hp.rms_eps);
         for (int h = 0; h < Hv; ++h) {
             float& g = s.alpha[size_t(t) * size_t(Hv) + size_t(h)];
@@ -102,14 +104,10 @@ void gated_delta_net(const Hparams& hp, const LayerWeights& L, int layer, const 
         }
     }
 
-    // The gated norm: each head's output normalised with the one shared gain, times silu(z).
-    for (size_t i = 0; i < rows * size_t(Hv); ++i) {
-        float* o = &s.y[i * size_t(S)];
-        rmsnorm(o, L.ssm_norm, o, S, hp.rms_eps);
-        const float* z = &s.z[i * size_t(S)];
-        for (int j = 0; j < S; ++j) o[j] *= silu(z[j]);
-    }
-    matmul(L.ssm_out, s.y.data(), out, n, mm);
+    // The gated norm: each head's output normalised with the one shared gain, times silu(z) (into z).
+    for (size_t i = 0; i < rows * size_t(Hv); ++i) rmsnorm(&s.y[i * size_t(S)], L.ssm_norm, &s.y[i * size_t(S)], S, hp.rms_eps);
+    simd::swiglu(s.z.data(), s.y.data(), rows * size_t(V));
+    matmul(L.ssm_out, s.z.data(), out, n, mm);
 }
 
 }  // namespace rill
