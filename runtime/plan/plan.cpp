@@ -117,10 +117,12 @@ PrefillEstimate predict_prefill(const ModelShape& shape, const MachineProfile& p
         const double measured = profile.prompt_attention_gflops_at(hp.head_dim, n_threads) * 1e9;
         const double rate = measured > 0 ? measured : gemm_rate(profile, TensorType::F32, n_threads, hp.head_dim);
         seconds += 4.0 * hp.head_dim * hp.n_head * (hp.n_layer - hp.n_recurrent()) * attended / rate;
-        // A recurrent layer's rule is vector work over its state, token after token: priced at the
-        // float32 matrix rate, which it does not beat.
-        seconds += 8.0 * double(hp.ssm.value_dim()) * hp.ssm.state_size * hp.n_recurrent() * double(m) /
-                   gemm_rate(profile, TensorType::F32, n_threads, hp.ssm.state_size);
+        // A recurrent layer's rule is vector work over its state, token after token: per value head
+        // two passes over state_size rows, each a load, a multiply-add and a store of state_size
+        // floats, priced as two positions of decode attention per row (a dot product and a weighted
+        // add of a head), the measured rate of the same kind of work.
+        seconds += double(m) * hp.n_recurrent() * hp.ssm.n_v_heads * 2.0 * hp.ssm.state_size *
+                   profile.decode_attention_seconds_per_head_position(hp.ssm.state_size, n_threads);
     }
     // Logits for the last token only: one pass over the output matrix.
     for (const TensorShape& t : shape.tensors)
