@@ -10,9 +10,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 seconds=${1:-600}
 shift || true
 harnesses=("$@")
-((${#harnesses[@]})) || harnesses=(gguf jinja request grammar plan)
+((${#harnesses[@]})) || harnesses=(gguf jinja request grammar plan reply)
 for h in "${harnesses[@]}"; do
-  [[ -f tests/fuzz/${h}_fuzz.cpp ]] || { echo "fuzz.sh: no harness '$h' (gguf, jinja, request, grammar, plan)" >&2; exit 2; }
+  [[ -f tests/fuzz/${h}_fuzz.cpp ]] || { echo "fuzz.sh: no harness '$h' (gguf, jinja, request, grammar, plan, reply)" >&2; exit 2; }
 done
 shared=${RILL_SHARED:-$PWD/../shared}
 out=build-fuzz
@@ -23,7 +23,7 @@ out=build-fuzz
 cmake --build "$out" --target fuzz_seeds "${harnesses[@]/%/_fuzz}"
 "$out/bin/fuzz_seeds" "$out/seeds" "$shared"
 
-declare -A max_len=([gguf]=65536 [jinja]=32768 [request]=16384 [grammar]=16384 [plan]=16384)  # whole files, real templates, real bodies
+declare -A max_len=([gguf]=65536 [jinja]=32768 [request]=16384 [grammar]=16384 [plan]=16384 [reply]=4096)  # whole files, real templates, real bodies
 share=$((seconds / ${#harnesses[@]}))
 ((share > 0)) || share=1
 failed=()

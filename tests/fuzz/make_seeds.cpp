@@ -172,15 +172,32 @@ bool plan_seeds(const std::filesystem::path& dir) {
     return n == 3;
 }
 
+// Replies as models write them: reasoning, content and calls in each syntax (the first byte picks the
+// syntax and options, as reply_fuzz reads it: 0x18 + syntax index = tools and reasoning on).
+bool reply_seeds(const std::filesystem::path& dir) {
+    const std::pair<char, const char*> replies[] = {
+        {char(0x18), "<think>check</think>\n\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call>"},
+        {char(0x39), "thinking\n</think>\n\n<tool_call>\n<function=get_weather>\n<parameter=city>\nOslo\n</parameter>\n"
+                     "<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>"},
+        {char(0x1a), "<|python_tag|>{\"name\": \"f\", \"parameters\": {}}; {\"name\": \"g\", \"parameters\": {\"x\": [1]}}"},
+        {char(0x1b), "[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {}, \"id\": \"abcdefghi\"}]"},
+        {char(0x1c), "<|tool_call|>[{\"name\": \"f\", \"arguments\": {\"s\": \"x\"}}]"},
+        {char(0x1d), "{\"tool_calls\": [{\"name\": \"f\", \"arguments\": {}}]}"},
+    };
+    int n = 0;
+    for (const auto& [pick, text] : replies) n += write_text(dir / ("reply" + std::to_string(n)), std::string(1, pick) + text);
+    return n == 6;
+}
+
 int main(int argc, char** argv) {
     if (argc != 3) {
         std::fprintf(stderr, "usage: fuzz_seeds OUT_DIR SHARED_DIR\n");
         return 2;
     }
     const std::filesystem::path out = argv[1], shared = argv[2];
-    for (const char* harness : {"gguf", "jinja", "request", "grammar", "plan"}) std::filesystem::create_directories(out / harness);
+    for (const char* harness : {"gguf", "jinja", "request", "grammar", "plan", "reply"}) std::filesystem::create_directories(out / harness);
     if (!gguf_seeds(out / "gguf") || !jinja_seeds(out / "jinja", shared / "chat-templates/cases.json") || !builtin_seeds(out / "jinja") ||
-        !request_seeds(out / "request") || !grammar_seeds(out / "grammar") || !plan_seeds(out / "plan")) {
+        !request_seeds(out / "request") || !grammar_seeds(out / "grammar") || !plan_seeds(out / "plan") || !reply_seeds(out / "reply")) {
         std::fprintf(stderr, "fuzz_seeds: could not write the seeds into %s\n", argv[1]);
         return 1;
     }
