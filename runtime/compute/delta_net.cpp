@@ -23,11 +23,11 @@ void l2_normalise(float* x, int n, float eps) {
     for (int i = 0; i < n; ++i) x[i] *= scale;
 }
 
-// The causal convolution of one token's raw channels u (conv_dim) with the window before it, in
-// place (SiLU follows, for all rows at once); the window moves on by this token (the raw u, not the
+// The causal convolution of channels [first, last) of one token's raw channels u (conv_dim) with the
+// window before it, in place (SiLU follows); the window moves on by this token (the raw u, not the
 // convolved value).
-void convolve(float* u, float* window, const float* taps, int channels, int kernel) {
-    for (int ch = 0; ch < channels; ++ch) {
+void convolve(float* u, float* window, const float* taps, int channels, int kernel, int first, int last) {
+    for (int ch = first; ch < last; ++ch) {
         const float* w = taps + size_t(ch) * size_t(kernel);
         float acc = 0;
         for (int i = 0; i < kernel - 1; ++i) acc += window[size_t(i) * size_t(channels) + size_t(ch)] * w[i];
@@ -74,11 +74,21 @@ void gated_delta_net(const Hparams& hp, const LayerWeights& L, int layer, const 
     matmul(projections, xn, n, mm);
 
     const float *taps = floats(L.ssm_conv), *dt_bias = floats(L.ssm_dt_bias), *a = floats(L.ssm_a);
+    for (int t = 0; t < n; ++t)
+        if (places[size_t(t)].pos == 0) places[size_t(t)].recurrent->clear(layer);
+    // The convolution runs down the rows in order, each channel on its own (a channel's window is
+    // its own), so a prompt's channels are shared among the threads in fixed blocks; what follows is
+    // each row's own.
+    const bool prompt = mm.n_threads > 1 && rows * size_t(C) * size_t(p.conv_kernel) >= kMinParallelWork;
+    constexpr int kChannelBlock = 256;
+#pragma omp parallel for num_threads(mm.n_threads) schedule(static) if (prompt)
+    for (int first = 0; first < C; first += kChannelBlock)
+        for (int t = 0; t < n; ++t)
+            convolve(&s.u[size_t(t) * size_t(C)], places[size_t(t)].recurrent->conv_window(layer), taps, C, p.conv_kernel, first,
+                     std::min(C, first + kChannelBlock));
+#pragma omp parallel for num_threads(mm.n_threads) schedule(static) if (prompt)
     for (int t = 0; t < n; ++t) {
-        RecurrentState& state = *places[size_t(t)].recurrent;
-        if (places[size_t(t)].pos == 0) state.clear(layer);
         float* u = &s.u[size_t(t) * size_t(C)];
-        convolve(u, state.conv_window(layer), taps, C, p.conv_kernel);
         simd::silu(u, size_t(C));
         for (int j = 0; j < 2 * Hk; ++j) l2_normalise(u + size_t(j) * size_t(S), S, hp.rms_eps);
         for (int h = 0; h < Hv; ++h) {
