@@ -79,6 +79,20 @@ TEST_CASE("every vocabulary with llama.cpp test vectors reproduces all 46 of the
     }
 }
 
+// Qwen3.5's vocabulary (pre-tokenizer "qwen35": Qwen2's expression with combining marks kept in words).
+TEST_CASE("Qwen3.5's vocabulary reproduces all 50 of llama.cpp's vectors and round-trips them", "[tokenizer]") {
+    const std::string base = test::shared_path("vocab/ggml-vocab-qwen35.gguf");
+    const Vocab vocab = load_vocab(GgufFile::open(base));
+    const VectorSet set = read_vectors(base);
+    REQUIRE(set.inputs.size() == 50);
+    for (size_t i = 0; i < set.inputs.size(); ++i) {
+        INFO("case " << i << " '" << set.inputs[i] << "'");
+        const auto ids = tokenize(vocab, set.inputs[i], {.add_special = false});
+        CHECK(std::vector<int>(ids.begin(), ids.end()) == set.outputs[i]);
+        CHECK(detokenize(vocab, ids) == set.inputs[i]);
+    }
+}
+
 TEST_CASE("byte-level BPE detokenizes every test string back to itself", "[tokenizer]") {
     for (const char* name : {"llama-bpe", "gpt-2", "deepseek-coder", "deepseek-llm", "falcon", "mpt", "refact", "starcoder"}) {
         const std::string base = test::shared_path(std::string("vocab/ggml-vocab-") + name + ".gguf");

@@ -18,6 +18,9 @@ constexpr const char* kLlama3 =
     R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 constexpr const char* kQwen2 =
     R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+// Qwen3.5's: Qwen2's with combining marks (\p{M}) kept inside words.
+constexpr const char* kQwen35 =
+    R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
 // o200k's expression: words split at case changes, contractions attached, as tokenizer.json has it.
 constexpr const char* kGpt4o =
@@ -43,6 +46,7 @@ const std::vector<Recipe>& recipes() {
         {"mpt", {kGpt2}},
         {"olmo", {kGpt2}},
         {"qwen2", {kQwen2}},
+        {"qwen35", {kQwen35}},
         {"stablelm2", {kQwen2}},
         {"starcoder", {R"(\p{N})", kGpt2}},
         {"refact", {R"(\p{N})", kGpt2}},
