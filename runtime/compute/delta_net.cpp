@@ -4,6 +4,9 @@
 #include <cmath>
 
 #include "runtime/compute/ops.h"
+#include <omp.h>
+
+#include "runtime/compute/gemm.h"
 #include "simd/dot.h"
 #include "simd/gemv.h"
 
@@ -58,6 +61,68 @@ void delta_rule_reference(float* M, const float* q, const float* k, const float*
     }
 }
 
+void transpose(const float* a, size_t rows, size_t cols, float* out) {
+    for (size_t r = 0; r < rows; ++r)
+        for (size_t c = 0; c < cols; ++c) out[c * rows + r] = a[r * cols + c];
+}
+
+// The chunked (WY) form of the rule over c consecutive tokens of one sequence for one value head, as
+// llama.cpp's build_delta_net_chunking writes it: with Γ the running sum of the log decays and
+// D[t][s] = e^(Γt − Γs) (s ≤ t), A = strictly-lower(diag(β) K Kᵀ ⊙ D), U and W solve
+// (I + A) U = diag(β) V and (I + A) W = diag(β e^Γ) K, V' = U − W M, the outputs are
+// e^Γ ⊙ Q M / √S + lower(Q Kᵀ / √S ⊙ D) V', and M becomes e^(Γlast) M + (K ⊙ e^(Γlast − Γ))ᵀ V'.
+// The matrix products go through the float32 GEMM (one thread's; the heads share the team).
+void delta_rule_chunk(float* M, const float* const* q, const float* const* k, const float* const* v, const float* g, const float* beta,
+                      float scale, size_t c, size_t S, float* const* o, DeltaChunkBuffers& b) {
+    const auto gemm = [](int m, int n, int kk, const float* a, const float* bt, float* out) {
+        openblas_gemm(GemmShape{.m = m, .n = n, .k = kk}, a, bt, out);
+    };
+    float running = 0;
+    for (size_t t = 0; t < c; ++t) {
+        running += g[t];
+        b.gamma[t] = running;
+        std::copy_n(k[t], S, &b.k[t * S]);
+        std::copy_n(q[t], S, &b.q[t * S]);
+        std::copy_n(v[t], S, &b.v[t * S]);
+    }
+    gemm(int(c), int(c), int(S), b.k.data(), b.k.data(), b.kk.data());
+    for (size_t t = 0; t < c; ++t) {
+        float* ut = &b.u[t * S];
+        float* wt = &b.w[t * S];
+        const float grow = std::exp(b.gamma[t]);
+        for (size_t j = 0; j < S; ++j) {
+            ut[j] = beta[t] * b.v[t * S + j];
+            wt[j] = beta[t] * grow * b.k[t * S + j];
+        }
+        for (size_t s = 0; s < t; ++s) {
+            const float a = beta[t] * b.kk[t * c + s] * std::exp(b.gamma[t] - b.gamma[s]);
+            simd::axpy(-a, &b.u[s * S], ut, S);
+            simd::axpy(-a, &b.w[s * S], wt, S);
+        }
+    }
+    transpose(M, S, S, b.mt.data());  // rows by value index, as the GEMM reads its second operand
+    gemm(int(c), int(S), int(S), b.w.data(), b.mt.data(), b.wm.data());
+    for (size_t i = 0; i < c * S; ++i) b.u[i] -= b.wm[i];  // V'
+    gemm(int(c), int(S), int(S), b.q.data(), b.mt.data(), b.qm.data());
+    gemm(int(c), int(c), int(S), b.q.data(), b.k.data(), b.p.data());
+    for (size_t t = 0; t < c; ++t)
+        for (size_t s = 0; s < c; ++s) b.p[t * c + s] = s <= t ? b.p[t * c + s] * scale * std::exp(b.gamma[t] - b.gamma[s]) : 0.0f;
+    transpose(b.u.data(), c, S, b.vt.data());
+    gemm(int(c), int(S), int(c), b.p.data(), b.vt.data(), b.wm.data());  // reuses wm for P V'
+    for (size_t t = 0; t < c; ++t) {
+        const float grow = std::exp(b.gamma[t]) * scale;
+        for (size_t j = 0; j < S; ++j) o[t][j] = b.wm[t * S + j] + grow * b.qm[t * S + j];
+    }
+    const float last = b.gamma[c - 1];
+    for (size_t s = 0; s < c; ++s) {
+        const float fade = std::exp(last - b.gamma[s]);
+        for (size_t i = 0; i < S; ++i) b.kdt[i * c + s] = b.k[s * S + i] * fade;
+    }
+    gemm(int(S), int(S), int(c), b.kdt.data(), b.vt.data(), b.update.data());
+    const float decay = std::exp(last);
+    for (size_t i = 0; i < S * S; ++i) M[i] = M[i] * decay + b.update[i];
+}
+
 }  // namespace
 
 void gated_delta_net(const Hparams& hp, const LayerWeights& L, int layer, const float* xn, int n, std::span<const KvPlace> places,
@@ -102,15 +167,48 @@ void gated_delta_net(const Hparams& hp, const LayerWeights& L, int layer, const 
     const float scale = 1.0f / std::sqrt(float(S));
     const simd::DeltaRuleFn rule = mm.path == simd::KernelPath::Reference ? delta_rule_reference : simd::gemv_kernels(mm.path).delta_rule;
     const bool shared = mm.n_threads > 1 && size_t(n) * size_t(V) * size_t(S) >= kMinParallelWork;
+    // Runs of rows that are one sequence's consecutive positions may take the chunked form.
+    const bool chunked = s.chunked && mm.path != simd::KernelPath::Reference;
+    if (chunked && s.chunk_buffers.size() < size_t(mm.n_threads)) s.chunk_buffers.resize(size_t(mm.n_threads));
 #pragma omp parallel for num_threads(mm.n_threads) schedule(static) if (shared)
     for (int h = 0; h < Hv; ++h) {
         const int kh = h % Hk;  // llama.cpp's tiled order: the converter put the value heads in it
-        for (int t = 0; t < n; ++t) {
-            const float* u = &s.u[size_t(t) * size_t(C)];
+        if (chunked) omp_set_num_threads(1);  // the chunk's GEMMs run on this thread
+        DeltaChunkBuffers& buffers = s.chunk_buffers[size_t(omp_get_thread_num())];
+        for (int t = 0; t < n;) {
+            int run = 1;
+            while (t + run < n && places[size_t(t + run)].recurrent == places[size_t(t)].recurrent &&
+                   places[size_t(t + run)].pos == places[size_t(t)].pos + run)
+                ++run;
+            if (!chunked || run < kChunkMinTokens) {  // the recurrent form, one row
+                const int r = t++;
+                const float* u = &s.u[size_t(r) * size_t(C)];
+                float* M = places[size_t(r)].recurrent->matrix(layer) + size_t(h) * size_t(S) * size_t(S);
+                rule(M, u + size_t(kh) * size_t(S), u + size_t(Hk + kh) * size_t(S), u + size_t(2 * Hk * S) + size_t(h) * size_t(S),
+                     std::exp(s.alpha[size_t(r) * size_t(Hv) + size_t(h)]), s.beta[size_t(r) * size_t(Hv) + size_t(h)], scale, size_t(S),
+                     &s.y[size_t(r) * size_t(V) + size_t(h) * size_t(S)]);
+                continue;
+            }
             float* M = places[size_t(t)].recurrent->matrix(layer) + size_t(h) * size_t(S) * size_t(S);
-            rule(M, u + size_t(kh) * size_t(S), u + size_t(Hk + kh) * size_t(S), u + size_t(2 * Hk * S) + size_t(h) * size_t(S),
-                 std::exp(s.alpha[size_t(t) * size_t(Hv) + size_t(h)]), s.beta[size_t(t) * size_t(Hv) + size_t(h)], scale, size_t(S),
-                 &s.y[size_t(t) * size_t(V) + size_t(h) * size_t(S)]);
+            for (int first = t; first < t + run; first += kChunk) {
+                const size_t c = size_t(std::min(kChunk, t + run - first));
+                buffers.size(c, size_t(S));
+                std::vector<const float*> qs(c), ks(c), vs(c);
+                std::vector<float*> os(c);
+                std::vector<float> gs(c), bs(c);
+                for (size_t i = 0; i < c; ++i) {
+                    const size_t r = size_t(first) + i;
+                    const float* u = &s.u[r * size_t(C)];
+                    qs[i] = u + size_t(kh) * size_t(S);
+                    ks[i] = u + size_t(Hk + kh) * size_t(S);
+                    vs[i] = u + size_t(2 * Hk * S) + size_t(h) * size_t(S);
+                    os[i] = &s.y[r * size_t(V) + size_t(h) * size_t(S)];
+                    gs[i] = s.alpha[r * size_t(Hv) + size_t(h)];
+                    bs[i] = s.beta[r * size_t(Hv) + size_t(h)];
+                }
+                delta_rule_chunk(M, qs.data(), ks.data(), vs.data(), gs.data(), bs.data(), scale, c, size_t(S), os.data(), buffers);
+            }
+            t += run;
         }
     }
 

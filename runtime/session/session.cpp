@@ -54,6 +54,7 @@ Session::Session(const Model& model, const SessionOptions& options)
     for (int l = 0; l < hp.n_layer; ++l) capacity[size_t(l)] = kv_layer_slots(hp, l, n_ctx_, n_batch_);
     kv_ = KvCache(options.kv_types, hp.n_layer, n_ctx_, hp.kv_dim(), hp.head_dim, std::move(capacity));
     recurrent_ = RecurrentState(hp);
+    delta_net_.chunked = options.chunked_delta_rule;
     // LongRoPE: llama.cpp picks the long factors when the context exceeds the original one.
     rope_factors_ = model.rope_freqs ? model.rope_freqs
                     : n_ctx_ > hp.rope.n_ctx_orig ? model.rope_factors_long

@@ -29,6 +29,9 @@ struct SessionOptions {
     GemmBackend gemm = GemmBackend::Auto;  // for prompt batches; Auto chooses per weight type and batch
     // Auto's measured choices (runtime/plan/gemm_calibration.h); null: choose_gemm's rule.
     std::shared_ptr<const GemmTable> gemm_table = nullptr;
+    // Recurrent (Gated DeltaNet) layers: prompts through the chunked form of the rule instead of the
+    // recurrent one (DeltaNetScratch::chunked); the two agree within 1e-4.
+    bool chunked_delta_rule = false;
 };
 
 int default_thread_count();
