@@ -174,7 +174,7 @@ void gated_delta_net(const Hparams& hp, const LayerWeights& L, int layer, const 
     for (int h = 0; h < Hv; ++h) {
         const int kh = h % Hk;  // llama.cpp's tiled order: the converter put the value heads in it
         if (chunked) omp_set_num_threads(1);  // the chunk's GEMMs run on this thread
-        DeltaChunkBuffers& buffers = s.chunk_buffers[size_t(omp_get_thread_num())];
+        DeltaChunkBuffers* buffers = chunked ? &s.chunk_buffers[size_t(omp_get_thread_num())] : nullptr;
         for (int t = 0; t < n;) {
             int run = 1;
             while (t + run < n && places[size_t(t + run)].recurrent == places[size_t(t)].recurrent &&
@@ -192,7 +192,7 @@ void gated_delta_net(const Hparams& hp, const LayerWeights& L, int layer, const 
             float* M = places[size_t(t)].recurrent->matrix(layer) + size_t(h) * size_t(S) * size_t(S);
             for (int first = t; first < t + run; first += kChunk) {
                 const size_t c = size_t(std::min(kChunk, t + run - first));
-                buffers.size(c, size_t(S));
+                buffers->size(c, size_t(S));
                 std::vector<const float*> qs(c), ks(c), vs(c);
                 std::vector<float*> os(c);
                 std::vector<float> gs(c), bs(c);
@@ -206,7 +206,7 @@ void gated_delta_net(const Hparams& hp, const LayerWeights& L, int layer, const 
                     gs[i] = s.alpha[r * size_t(Hv) + size_t(h)];
                     bs[i] = s.beta[r * size_t(Hv) + size_t(h)];
                 }
-                delta_rule_chunk(M, qs.data(), ks.data(), vs.data(), gs.data(), bs.data(), scale, c, size_t(S), os.data(), buffers);
+                delta_rule_chunk(M, qs.data(), ks.data(), vs.data(), gs.data(), bs.data(), scale, c, size_t(S), os.data(), *buffers);
             }
             t += run;
         }
