@@ -81,6 +81,7 @@ std::future<void> Scheduler::with_idle_slot(int id, std::function<void(Session&,
             slot.cached.clear();
         }
         update_info(slot);
+        update_checkpoint_gauges();
     });
     auto result = task->get_future();
     {
@@ -130,13 +131,19 @@ void Scheduler::update_info(const Slot& slot) {
         info.prefilled = int(slot.prefilled);
         info.generated = slot.completion ? slot.completion->generated() : 0;
     }
+    std::lock_guard lock(mutex_);
+    info_[size_t(slot.id)] = info;
+}
+
+// The slots' recurrent checkpoints for /metrics: summed only where they change (a checkpoint taken,
+// a request begun, a slot action), not at every step.
+void Scheduler::update_checkpoint_gauges() {
     uint64_t checkpoints = 0, checkpoint_bytes = 0;
     for (const Slot& s : slots_) {
         checkpoints += s.session->checkpoint_count();
         checkpoint_bytes += s.session->checkpoint_bytes();
     }
     std::lock_guard lock(mutex_);
-    info_[size_t(slot.id)] = info;
     checkpoints_ = checkpoints;
     checkpoint_bytes_ = checkpoint_bytes;
 }
@@ -158,7 +165,10 @@ void Scheduler::finish(Slot& slot, FinishReason reason, const std::string& error
     // Before the prompt's last token (step()) and at the reply's end are the message boundaries a
     // next turn may part at: a model with recurrent layers keeps its state there
     // (Session::checkpoint), so that turn reads only what is new.
-    if (slot.completion) slot.session->checkpoint();
+    if (slot.completion) {
+        slot.session->checkpoint();
+        update_checkpoint_gauges();
+    }
     Job& job = *slot.job;
     const auto now = Clock::now();
     // The metrics first: once the job is marked finished its client may have its reply and scrape
@@ -248,6 +258,7 @@ void Scheduler::begin(Slot& slot) {
         job.slot = slot.id;
     }
     update_info(slot);
+    update_checkpoint_gauges();  // truncate and load_state may have dropped some
 }
 
 void Scheduler::first_token(Slot& slot) {
@@ -304,7 +315,7 @@ void Scheduler::step() {
         // A model with recurrent layers stops a piece before the prompt's last token and keeps its
         // state there: the same prompt again (a regenerate) re-reads only that token, whose logits
         // start the reply. Every row takes the decode kernels, so the split changes no result.
-        if (slot->session->recurrent_state().bytes() > 0 && slot->prefilled < prompt.size() - 1)
+        if (!slot->session->recurrent_state().empty() && slot->prefilled < prompt.size() - 1)
             n = std::min(n, prompt.size() - 1 - slot->prefilled);
         pieces.push_back({slot->session.get(), prompt.subspan(slot->prefilled, n), slot->prefilled + n == prompt.size()});
         members.push_back(slot);
@@ -333,7 +344,10 @@ void Scheduler::step() {
         if (i >= decoding) {
             slot.prefilled += pieces[i].tokens.size();
             metrics_.prompt_evaluated(int(pieces[i].tokens.size()));
-            if (slot.prefilled + 1 == slot.job->prompt.size()) slot.session->checkpoint();
+            if (slot.prefilled + 1 == slot.job->prompt.size()) {
+                slot.session->checkpoint();
+                update_checkpoint_gauges();
+            }
             if (slot.prefilled == slot.job->prompt.size()) first_token(slot);  // which may finish the job
             else update_info(slot);
             continue;

@@ -139,6 +139,7 @@ private:
     void publish(Slot& slot, const std::string& piece);
     void finish(Slot& slot, FinishReason reason, const std::string& error = {});
     void update_info(const Slot& slot);
+    void update_checkpoint_gauges();
 
     const Model& model_;
     const Vocab& vocab_;

@@ -49,4 +49,14 @@ inline std::vector<double> log_softmax(std::span<const float> logits) {
     return out;
 }
 
+// The largest |Δ log-prob| between the logits' log-softmax and reference log-probs of the same size
+// (infinite when the sizes differ).
+inline double max_logprob_distance(std::span<const float> logits, const std::vector<double>& reference) {
+    const std::vector<double> ours = log_softmax(logits);
+    if (ours.size() != reference.size()) return INFINITY;
+    double worst = 0;
+    for (size_t i = 0; i < ours.size(); ++i) worst = std::max(worst, std::abs(ours[i] - reference[i]));
+    return worst;
+}
+
 }  // namespace rill::test

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "runtime/compute/ops.h"
 #include <omp.h>
 
 #include "runtime/compute/gemm.h"
+#include "runtime/compute/ops.h"
 #include "simd/dot.h"
 #include "simd/gemv.h"
 
@@ -71,20 +71,14 @@ void transpose(const float* a, size_t rows, size_t cols, float* out) {
 // D[t][s] = e^(Γt − Γs) (s ≤ t), A = strictly-lower(diag(β) K Kᵀ ⊙ D), U and W solve
 // (I + A) U = diag(β) V and (I + A) W = diag(β e^Γ) K, V' = U − W M, the outputs are
 // e^Γ ⊙ Q M / √S + lower(Q Kᵀ / √S ⊙ D) V', and M becomes e^(Γlast) M + (K ⊙ e^(Γlast − Γ))ᵀ V'.
-// The matrix products go through the float32 GEMM (one thread's; the heads share the team).
-void delta_rule_chunk(float* M, const float* const* q, const float* const* k, const float* const* v, const float* g, const float* beta,
-                      float scale, size_t c, size_t S, float* const* o, DeltaChunkBuffers& b) {
+// The matrix products go through the float32 GEMM (one thread's; the heads share the team). The
+// caller fills b's q, k, v rows, beta and gamma (the log decays, summed here); outputs go to b.out.
+void delta_rule_chunk(float* M, float scale, size_t c, size_t S, DeltaChunkBuffers& b) {
     const auto gemm = [](int m, int n, int kk, const float* a, const float* bt, float* out) {
         openblas_gemm(GemmShape{.m = m, .n = n, .k = kk}, a, bt, out);
     };
-    float running = 0;
-    for (size_t t = 0; t < c; ++t) {
-        running += g[t];
-        b.gamma[t] = running;
-        std::copy_n(k[t], S, &b.k[t * S]);
-        std::copy_n(q[t], S, &b.q[t * S]);
-        std::copy_n(v[t], S, &b.v[t * S]);
-    }
+    const float* beta = b.beta.data();
+    for (size_t t = 1; t < c; ++t) b.gamma[t] += b.gamma[t - 1];
     gemm(int(c), int(c), int(S), b.k.data(), b.k.data(), b.kk.data());
     for (size_t t = 0; t < c; ++t) {
         float* ut = &b.u[t * S];
@@ -111,7 +105,7 @@ void delta_rule_chunk(float* M, const float* const* q, const float* const* k, co
     gemm(int(c), int(S), int(c), b.p.data(), b.vt.data(), b.wm.data());  // reuses wm for P V'
     for (size_t t = 0; t < c; ++t) {
         const float grow = std::exp(b.gamma[t]) * scale;
-        for (size_t j = 0; j < S; ++j) o[t][j] = b.wm[t * S + j] + grow * b.qm[t * S + j];
+        for (size_t j = 0; j < S; ++j) b.out[t * S + j] = b.wm[t * S + j] + grow * b.qm[t * S + j];
     }
     const float last = b.gamma[c - 1];
     for (size_t s = 0; s < c; ++s) {
@@ -175,38 +169,38 @@ void gated_delta_net(const Hparams& hp, const LayerWeights& L, int layer, const 
         const int kh = h % Hk;  // llama.cpp's tiled order: the converter put the value heads in it
         if (chunked) omp_set_num_threads(1);  // the chunk's GEMMs run on this thread
         DeltaChunkBuffers* buffers = chunked ? &s.chunk_buffers[size_t(omp_get_thread_num())] : nullptr;
+        // Row r's query, key and value for this head, and where its output goes.
+        const auto q_of = [&](size_t r) { return &s.u[r * size_t(C) + size_t(kh) * size_t(S)]; };
+        const auto k_of = [&](size_t r) { return &s.u[r * size_t(C) + size_t(Hk + kh) * size_t(S)]; };
+        const auto v_of = [&](size_t r) { return &s.u[r * size_t(C) + size_t(2 * Hk + h) * size_t(S)]; };
+        const auto o_of = [&](size_t r) { return &s.y[r * size_t(V) + size_t(h) * size_t(S)]; };
         for (int t = 0; t < n;) {
             int run = 1;
             while (t + run < n && places[size_t(t + run)].recurrent == places[size_t(t)].recurrent &&
                    places[size_t(t + run)].pos == places[size_t(t)].pos + run)
                 ++run;
             if (!chunked || run < kChunkMinTokens) {  // the recurrent form, one row
-                const int r = t++;
-                const float* u = &s.u[size_t(r) * size_t(C)];
-                float* M = places[size_t(r)].recurrent->matrix(layer) + size_t(h) * size_t(S) * size_t(S);
-                rule(M, u + size_t(kh) * size_t(S), u + size_t(Hk + kh) * size_t(S), u + size_t(2 * Hk * S) + size_t(h) * size_t(S),
-                     std::exp(s.alpha[size_t(r) * size_t(Hv) + size_t(h)]), s.beta[size_t(r) * size_t(Hv) + size_t(h)], scale, size_t(S),
-                     &s.y[size_t(r) * size_t(V) + size_t(h) * size_t(S)]);
+                const size_t r = size_t(t++);
+                float* M = places[r].recurrent->matrix(layer) + size_t(h) * size_t(S) * size_t(S);
+                rule(M, q_of(r), k_of(r), v_of(r), std::exp(s.alpha[r * size_t(Hv) + size_t(h)]), s.beta[r * size_t(Hv) + size_t(h)], scale,
+                     size_t(S), o_of(r));
                 continue;
             }
             float* M = places[size_t(t)].recurrent->matrix(layer) + size_t(h) * size_t(S) * size_t(S);
             for (int first = t; first < t + run; first += kChunk) {
                 const size_t c = size_t(std::min(kChunk, t + run - first));
-                buffers->size(c, size_t(S));
-                std::vector<const float*> qs(c), ks(c), vs(c);
-                std::vector<float*> os(c);
-                std::vector<float> gs(c), bs(c);
+                DeltaChunkBuffers& b = *buffers;
+                b.size(c, size_t(S));
                 for (size_t i = 0; i < c; ++i) {
                     const size_t r = size_t(first) + i;
-                    const float* u = &s.u[r * size_t(C)];
-                    qs[i] = u + size_t(kh) * size_t(S);
-                    ks[i] = u + size_t(Hk + kh) * size_t(S);
-                    vs[i] = u + size_t(2 * Hk * S) + size_t(h) * size_t(S);
-                    os[i] = &s.y[r * size_t(V) + size_t(h) * size_t(S)];
-                    gs[i] = s.alpha[r * size_t(Hv) + size_t(h)];
-                    bs[i] = s.beta[r * size_t(Hv) + size_t(h)];
+                    std::copy_n(q_of(r), S, &b.q[i * size_t(S)]);
+                    std::copy_n(k_of(r), S, &b.k[i * size_t(S)]);
+                    std::copy_n(v_of(r), S, &b.v[i * size_t(S)]);
+                    b.gamma[i] = s.alpha[r * size_t(Hv) + size_t(h)];
+                    b.beta[i] = s.beta[r * size_t(Hv) + size_t(h)];
                 }
-                delta_rule_chunk(M, qs.data(), ks.data(), vs.data(), gs.data(), bs.data(), scale, c, size_t(S), os.data(), *buffers);
+                delta_rule_chunk(M, scale, c, size_t(S), b);
+                for (size_t i = 0; i < c; ++i) std::copy_n(&b.out[i * size_t(S)], S, o_of(size_t(first) + i));
             }
             t += run;
         }

@@ -19,13 +19,14 @@ namespace rill {
 
 // One thread's buffers for the chunked form: a chunk's q, k, v rows and the products over it.
 struct DeltaChunkBuffers {
-    std::vector<float> k, q, v, gamma, kk, u, w, mt, wm, qm, p, vt, kdt, update;
+    std::vector<float> k, q, v, gamma, beta, kk, u, w, mt, wm, qm, p, vt, kdt, update, out;
     void size(size_t c, size_t S) {
-        for (auto* b : {&k, &q, &v, &u, &w, &wm, &qm}) b->resize(c * S);
+        for (auto* b : {&k, &q, &v, &u, &w, &wm, &qm, &out}) b->resize(c * S);
         for (auto* b : {&kk, &p}) b->resize(c * c);
         for (auto* b : {&vt, &kdt}) b->resize(S * c);
         for (auto* b : {&mt, &update}) b->resize(S * S);
         gamma.resize(c);
+        beta.resize(c);
     }
 };
 

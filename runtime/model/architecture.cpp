@@ -156,8 +156,7 @@ void read_delta_net(const GgufFile& f, const std::string& p, Hparams& hp) {
         for (int l = 0; l < hp.n_layer; ++l) hp.layer_recurrent[size_t(l)] = listed[size_t(l)] != 0;
         return;
     }
-    const int interval = f.find(p + "full_attention_interval") ? required_int(f, p + "full_attention_interval", 1u << 16) : 4;
-    for (int l = 0; l < hp.n_layer; ++l) hp.layer_recurrent[size_t(l)] = (l + 1) % interval != 0;
+    set_recurrent_pattern(hp, f.find(p + "full_attention_interval") ? required_int(f, p + "full_attention_interval", 1u << 16) : 4);
 }
 
 // rope.dimension_sections: which position component each rotated pair takes (ggml_mrope_cache_init's
@@ -207,6 +206,11 @@ bool Hparams::any_sliding() const {
     for (const uint8_t s : layer_sliding)
         if (s) return true;
     return false;
+}
+
+void set_recurrent_pattern(Hparams& hp, int full_attention_interval) {
+    hp.layer_recurrent.assign(size_t(hp.n_layer), 0);
+    for (int l = 0; l < hp.n_layer; ++l) hp.layer_recurrent[size_t(l)] = (l + 1) % full_attention_interval != 0;
 }
 
 void set_layer_pattern(Hparams& hp, int swa_pattern) {

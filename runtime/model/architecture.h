@@ -123,5 +123,7 @@ struct Hparams {
 Hparams read_hparams(const GgufFile& file);
 // The per-layer lists from the scalar fields (used for presets that never were a file).
 void set_layer_pattern(Hparams& hp, int swa_pattern);
+// Every layer recurrent but each full_attention_interval-th (llama.cpp's qwen35 default).
+void set_recurrent_pattern(Hparams& hp, int full_attention_interval);
 
 }  // namespace rill

@@ -88,8 +88,7 @@ ModelShape shape_of_preset(const SynthPreset& p, const QuantRecipe& recipe) {
     if (const int every = p.family.full_attention_interval; every > 0) {
         hp.ssm = {.conv_kernel = p.family.ssm_conv_kernel, .state_size = p.family.ssm_state, .n_k_heads = p.family.ssm_k_heads,
                   .n_v_heads = p.family.ssm_v_heads};
-        hp.layer_recurrent.assign(size_t(hp.n_layer), 0);
-        for (int l = 0; l < hp.n_layer; ++l) hp.layer_recurrent[size_t(l)] = (l + 1) % every != 0;
+        set_recurrent_pattern(hp, every);
     }
 
     const std::vector<SynthTensor> tensors = synth_tensors(p);

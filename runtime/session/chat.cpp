@@ -112,11 +112,12 @@ ChatReply Chat::send(const std::string& user, const std::function<void(std::stri
     // recurrent layers keeps its state just before the prompt's last token (which is always read
     // again for its logits) and at the reply's end, and returns there instead of reading the
     // conversation again.
-    if (session_.recurrent_state().bytes() > 0 && fresh.size() > 1) {
+    const bool split = !session_.recurrent_state().empty() && fresh.size() > 1;
+    if (split) {
         session_.eval(fresh.first(fresh.size() - 1));
         session_.checkpoint();
     }
-    std::span<const float> logits = session_.recurrent_state().bytes() > 0 && fresh.size() > 1 ? session_.eval(fresh.last(1)) : session_.eval(fresh);
+    std::span<const float> logits = session_.eval(split ? fresh.last(1) : fresh);
     cached_.insert(cached_.end(), fresh.begin(), fresh.end());
     reply.prefill_ms = ms_since(start);
 
