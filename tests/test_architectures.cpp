@@ -20,7 +20,7 @@ using namespace rill;
 namespace {
 
 // Every tensor F32: float activations on every kernel path.
-const char* const kF32Families[] = {"qwen3-A", "gemma3-A", "phi3-A", "qwen3moe-A"};
+const char* const kF32Families[] = {"qwen3-A", "gemma3-A", "phi3-A", "qwen3moe-A", "gemma4-A", "gemma4-moe-A"};
 
 struct ArchCase {
     nlohmann::json data;

@@ -33,10 +33,12 @@ void gemm(GemmBackend backend, OnednnGemm* onednn, int thread, const GemmShape& 
 
 void batch_attention(const Hparams& hp, const KvCache& kv, int layer, int pos0, int n_tokens, const float* q, float* out,
                      GemmBackend backend, OnednnGemm* onednn, int n_threads, AttentionScratch& s, const float* sinks) {
-    const int D = hp.head_dim, group = hp.n_head / hp.n_head_kv, row = hp.n_head * D, window = hp.window(layer);
+    // The layer's own head size and KV heads; its keys and values may be an earlier layer's (gemma4).
+    const int D = hp.head_dim_of(layer), n_head_kv = hp.n_head_kv_of(layer), group = hp.n_head / n_head_kv, row = hp.n_head * D,
+              window = hp.window(layer), cache = hp.kv_source(layer);
     const float scale = hp.kq_scale();
     const int n_blocks = (n_tokens + kQueryBlock - 1) / kQueryBlock;
-    const int n_tasks = hp.n_head_kv * n_blocks;
+    const int n_tasks = n_head_kv * n_blocks;
     const size_t widest = size_t(pos0 + n_tokens);
     s.keys.resize(size_t(n_threads));
     s.values_t.resize(size_t(n_threads));
@@ -63,7 +65,7 @@ void batch_attention(const Hparams& hp, const KvCache& kv, int layer, int pos0, 
             float* keys = s.keys[size_t(me)].data();
             float* values_t = s.values_t[size_t(me)].data();
             float* scores = s.scores[size_t(me)].data();
-            load_head(kv, layer, kv_head, D, oldest, n_pos, keys, values_t, s.value[size_t(me)].data());
+            load_head(kv, cache, kv_head, D, oldest, n_pos, keys, values_t, s.value[size_t(me)].data());
             try {
                 for (int h = kv_head * group; h < (kv_head + 1) * group; ++h) {
                     const float* q_block = q + size_t(first) * size_t(row) + size_t(h) * size_t(D);

@@ -41,7 +41,7 @@ Visible visible(const Hparams& hp, const KvCache& kv, int layer, int pos) {
     const int window = hp.window(layer);
     const int oldest = window > 0 ? std::max(0, pos - window + 1) : 0;
     const int n_pos = pos - oldest + 1;
-    const int ring = kv.capacity[size_t(layer)];
+    const int ring = kv.capacity[size_t(hp.kv_source(layer))];
     return {oldest, n_pos, std::min(n_pos, ring - oldest % ring)};
 }
 
@@ -49,7 +49,7 @@ Visible visible(const Hparams& hp, const KvCache& kv, int layer, int pos) {
 void attend_heads(const Hparams& hp, int layer, const KvPlace& place, int h0, int m, const float* q_all, float* out_all,
                   const simd::GemvKernels& kernels, TensorType key_type, TensorType value_type, float* scores, float* buf,
                   size_t t, int n_ctx, const float* sinks) {
-    const int D = hp.head_dim, group = hp.n_head / hp.n_head_kv;
+    const int D = hp.head_dim_of(layer), group = hp.n_head / hp.n_head_kv_of(layer), cache = hp.kv_source(layer);
     const KvCache& kv = *place.kv;
     const int kv_offset = (h0 / group) * D;
     const auto [oldest, n_pos, head_slots] = visible(hp, kv, layer, place.pos);
@@ -57,9 +57,9 @@ void attend_heads(const Hparams& hp, int layer, const KvPlace& place, int h0, in
     float* out = &out_all[(t * size_t(hp.n_head) + size_t(h0)) * size_t(D)];
     const size_t stride = size_t(n_ctx);
     const simd::DotHeadsFn dot = kernels.dot_heads(key_type);
-    dot(kv.key_row(layer, oldest) + kv.key_offset(kv_offset), kv.k_row, size_t(head_slots), size_t(D), q, m, scores, stride);
+    dot(kv.key_row(cache, oldest) + kv.key_offset(kv_offset), kv.k_row(cache), size_t(head_slots), size_t(D), q, m, scores, stride);
     if (n_pos > head_slots)
-        dot(kv.key_row(layer, 0) + kv.key_offset(kv_offset), kv.k_row, size_t(n_pos - head_slots), size_t(D), q, m, scores + head_slots, stride);
+        dot(kv.key_row(cache, 0) + kv.key_offset(kv_offset), kv.k_row(cache), size_t(n_pos - head_slots), size_t(D), q, m, scores + head_slots, stride);
     const float scale = hp.kq_scale();
     for (int h = 0; h < m; ++h) {
         float* s = scores + size_t(h) * stride;
@@ -68,9 +68,9 @@ void attend_heads(const Hparams& hp, int layer, const KvPlace& place, int h0, in
         else softmax(s, n_pos);
     }
     const simd::WeightedSumHeadsFn sum = kernels.weighted_sum_heads(value_type);
-    sum(kv.value_row(layer, oldest) + kv.value_offset(kv_offset), kv.v_row, size_t(head_slots), size_t(D), scores, stride, m, out);
+    sum(kv.value_row(cache, oldest) + kv.value_offset(kv_offset), kv.v_row(cache), size_t(head_slots), size_t(D), scores, stride, m, out);
     if (n_pos > head_slots) {
-        sum(kv.value_row(layer, 0) + kv.value_offset(kv_offset), kv.v_row, size_t(n_pos - head_slots), size_t(D), scores + head_slots,
+        sum(kv.value_row(cache, 0) + kv.value_offset(kv_offset), kv.v_row(cache), size_t(n_pos - head_slots), size_t(D), scores + head_slots,
             stride, m, buf);
         for (size_t i = 0; i < size_t(m) * size_t(D); ++i) out[i] += buf[i];
     }
@@ -81,7 +81,9 @@ void attend_heads(const Hparams& hp, int layer, const KvPlace& place, int h0, in
 void decode_attention(const Hparams& hp, int layer, std::span<const KvPlace> places, const float* q_all, float* out_all,
                       simd::KernelPath path, int n_threads, DecodeAttentionScratch& s, const float* sinks) {
     if (places.empty()) return;
-    const int D = hp.head_dim, group = hp.n_head / hp.n_head_kv, window = hp.window(layer);
+    // A layer's own head size and KV heads; its keys and values may be an earlier layer's (gemma4).
+    const int D = hp.head_dim_of(layer), n_head_kv = hp.n_head_kv_of(layer), group = hp.n_head / n_head_kv, window = hp.window(layer);
+    const int cache = hp.kv_source(layer);
     const float scale = hp.kq_scale();
     const int pairs = int(places.size()) * hp.n_head;
     int longest = 0;
@@ -100,13 +102,13 @@ void decode_attention(const Hparams& hp, int layer, std::span<const KvPlace> pla
         // units than threads (one key head and one token would leave a thread idle). A head's
         // results are the same in any split.
         int per_unit = std::min(s.heads, group);
-        const int n_units_full = int(places.size()) * hp.n_head_kv;
+        const int n_units_full = int(places.size()) * n_head_kv;
         while (per_unit > 1 && n_units_full * ((group + per_unit - 1) / per_unit) < n_threads) per_unit = (per_unit + 1) / 2;
         const int parts = (group + per_unit - 1) / per_unit;
         const int units = n_units_full * parts;
 #pragma omp parallel for num_threads(n_threads) schedule(static) if (parallel)
         for (int u = 0; u < units; ++u) {
-            const int t = u / (hp.n_head_kv * parts), kv_head = (u / parts) % hp.n_head_kv, part = u % parts;
+            const int t = u / (n_head_kv * parts), kv_head = (u / parts) % n_head_kv, part = u % parts;
             const int h0 = kv_head * group + part * per_unit;
             const int m = std::min(per_unit, group - part * per_unit);
             const size_t thread = size_t(omp_get_thread_num());
@@ -129,36 +131,36 @@ void decode_attention(const Hparams& hp, int layer, std::span<const KvPlace> pla
         float* out = &out_all[(size_t(t) * hp.n_head + h) * D];
         if (reference) {
             for (int p = 0; p < n_pos; ++p) {
-                kv.load_key(layer, oldest + p, kv_offset, D, buf);
+                kv.load_key(cache, oldest + p, kv_offset, D, buf);
                 scores[p] = simd::dot(q, buf, size_t(D)) * scale;
             }
             if (sinks) softmax_with_sink(scores, n_pos, sinks[h]);
             else softmax(scores, n_pos);
             std::fill(out, out + D, 0.0f);
             for (int p = 0; p < n_pos; ++p) {
-                kv.load_value(layer, oldest + p, kv_offset, D, buf);
+                kv.load_value(cache, oldest + p, kv_offset, D, buf);
                 simd::axpy(scores[p], buf, out, size_t(D));
             }
             continue;
         }
-        const uint8_t* first_key = kv.key_row(layer, oldest) + kv.key_offset(kv_offset);
-        const uint8_t* wrapped_key = kv.key_row(layer, 0) + kv.key_offset(kv_offset);  // slot 0
-        const uint8_t* first_value = kv.value_row(layer, oldest) + kv.value_offset(kv_offset);
-        const uint8_t* wrapped_value = kv.value_row(layer, 0) + kv.value_offset(kv_offset);
+        const uint8_t* first_key = kv.key_row(cache, oldest) + kv.key_offset(kv_offset);
+        const uint8_t* wrapped_key = kv.key_row(cache, 0) + kv.key_offset(kv_offset);  // slot 0
+        const uint8_t* first_value = kv.value_row(cache, oldest) + kv.value_offset(kv_offset);
+        const uint8_t* wrapped_value = kv.value_row(cache, 0) + kv.value_offset(kv_offset);
         const uint8_t* query = reinterpret_cast<const uint8_t*>(q);
         if (query_format != simd::ActFormat::F32) {
             uint8_t* prepared = &s.query[thread * s.query_stride];
             kernels->prepare(query_format, q, size_t(D), prepared);
             query = prepared;
         }
-        dot(first_key, kv.k_row, size_t(head_slots), size_t(D), query, scores);
-        if (n_pos > head_slots) dot(wrapped_key, kv.k_row, size_t(n_pos - head_slots), size_t(D), query, scores + head_slots);
+        dot(first_key, kv.k_row(cache), size_t(head_slots), size_t(D), query, scores);
+        if (n_pos > head_slots) dot(wrapped_key, kv.k_row(cache), size_t(n_pos - head_slots), size_t(D), query, scores + head_slots);
         for (int p = 0; p < n_pos; ++p) scores[p] *= scale;
         if (sinks) softmax_with_sink(scores, n_pos, sinks[h]);
         else softmax(scores, n_pos);
-        weighted_sum(first_value, kv.v_row, size_t(head_slots), size_t(D), scores, out);
+        weighted_sum(first_value, kv.v_row(cache), size_t(head_slots), size_t(D), scores, out);
         if (n_pos > head_slots) {
-            weighted_sum(wrapped_value, kv.v_row, size_t(n_pos - head_slots), size_t(D), scores + head_slots, buf);
+            weighted_sum(wrapped_value, kv.v_row(cache), size_t(n_pos - head_slots), size_t(D), scores + head_slots, buf);
             for (int d = 0; d < D; ++d) out[d] += buf[d];
         }
     }

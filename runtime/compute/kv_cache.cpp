@@ -61,25 +61,30 @@ void check_kv_types(KvTypes types, int head_dim) {
                         "must not straddle two heads); this model's head size is " + std::to_string(head_dim) + ": use f16, bf16 or f32");
 }
 
-KvCache::KvCache(KvTypes types_, int n_layer_, int n_ctx_, int kv_dim_, int head_dim, std::vector<int> layer_capacity)
-    : types(types_), n_layer(n_layer_), n_ctx(n_ctx_), kv_dim(kv_dim_), capacity(std::move(layer_capacity)) {
+KvCache::KvCache(KvTypes types_, int n_layer_, int n_ctx_, int kv_dim, int head_dim, std::vector<int> layer_capacity,
+                 std::vector<int> layer_kv_dim)
+    : types(types_), n_layer(n_layer_), n_ctx(n_ctx_), width(std::move(layer_kv_dim)), capacity(std::move(layer_capacity)) {
     check_kv_types(types, head_dim);
-    k_row = kv_row_bytes(types.k, kv_dim);
-    v_row = kv_row_bytes(types.v, kv_dim);
     if (capacity.empty()) capacity.assign(size_t(n_layer), n_ctx);
-    size_t slots = 0;
-    for (int& c : capacity) {
-        c = std::max(0, std::min(c, n_ctx));  // 0: a layer that keeps no keys (a recurrent one)
-        first.push_back(slots);
-        slots += size_t(c);
+    if (width.empty()) width.assign(size_t(n_layer), kv_dim);
+    size_t k_total = 0, v_total = 0;
+    for (int l = 0; l < n_layer; ++l) {
+        int& c = capacity[size_t(l)];
+        c = std::max(0, std::min(c, n_ctx));  // 0: a layer that keeps no keys (a recurrent one, or one reading another's)
+        k_bytes.push_back(kv_row_bytes(types.k, width[size_t(l)]));
+        v_bytes.push_back(kv_row_bytes(types.v, width[size_t(l)]));
+        k_first.push_back(k_total);
+        v_first.push_back(v_total);
+        k_total += size_t(c) * k_bytes.back();
+        v_total += size_t(c) * v_bytes.back();
     }
-    k.resize(slots * k_row);
-    v.resize(slots * v_row);
+    k.resize(k_total);
+    v.resize(v_total);
 }
 
 void KvCache::store(int layer, int pos, const float* keys, const float* values) {
-    quantize_row(tensor_type(types.k), keys, key_row(layer, pos), size_t(kv_dim));
-    quantize_row(tensor_type(types.v), values, value_row(layer, pos), size_t(kv_dim));
+    quantize_row(tensor_type(types.k), keys, key_row(layer, pos), size_t(width[size_t(layer)]));
+    quantize_row(tensor_type(types.v), values, value_row(layer, pos), size_t(width[size_t(layer)]));
 }
 
 void KvCache::load_key(int layer, int pos, int head_offset, int n, float* out) const {

@@ -1,4 +1,4 @@
-// Keys and values of past positions, per layer: [layer][slot] rows of kv_dim elements, keys and values
+// Keys and values of past positions, per layer: [layer][slot] rows of the layer's width, keys and values
 // each in their own type: F32, F16, BF16, or ggml's Q8_0 or Q4_0 blocks of 32 (llama.cpp's
 // --cache-type-k / --cache-type-v). A full-attention layer has a slot per position of the context; a
 // sliding-window layer keeps a ring of `capacity` slots (its window plus a prompt chunk), position p in
@@ -42,29 +42,34 @@ void check_kv_types(KvTypes types, int head_dim);
 
 struct KvCache {
     KvTypes types;
-    int n_layer = 0, n_ctx = 0, kv_dim = 0;
-    size_t k_row = 0, v_row = 0;  // bytes of one slot's keys, of its values
-    std::vector<int> capacity;    // slots per layer
-    std::vector<size_t> first;    // each layer's first slot
-    std::vector<uint8_t> k, v;    // slot after slot, k_row (v_row) bytes each
+    int n_layer = 0, n_ctx = 0;
+    std::vector<int> width;        // elements of a slot's keys (and of its values) per layer
+    std::vector<size_t> k_bytes, v_bytes;  // bytes of one slot's keys, of its values, per layer
+    std::vector<int> capacity;     // slots per layer
+    std::vector<size_t> k_first, v_first;  // byte offset of each layer's first slot
+    std::vector<uint8_t> k, v;     // each layer's slots after the previous layer's
 
     KvCache() = default;
-    // layer_capacity: slots per layer (at most n_ctx); empty: n_ctx for every layer. Checks the types
-    // against head_dim (check_kv_types).
-    KvCache(KvTypes types, int n_layer, int n_ctx, int kv_dim, int head_dim, std::vector<int> layer_capacity = {});
+    // layer_capacity: slots per layer (at most n_ctx); empty: n_ctx for every layer. layer_kv_dim: each
+    // layer's width where they differ (gemma4); empty: kv_dim for every layer. Checks the types against
+    // head_dim (check_kv_types), the smallest head size of any layer.
+    KvCache(KvTypes types, int n_layer, int n_ctx, int kv_dim, int head_dim, std::vector<int> layer_capacity = {},
+            std::vector<int> layer_kv_dim = {});
 
-    size_t slot(int layer, int pos) const { return first[size_t(layer)] + size_t(pos % capacity[size_t(layer)]); }
-    const uint8_t* key_row(int layer, int pos) const { return k.data() + slot(layer, pos) * k_row; }
-    const uint8_t* value_row(int layer, int pos) const { return v.data() + slot(layer, pos) * v_row; }
-    uint8_t* key_row(int layer, int pos) { return k.data() + slot(layer, pos) * k_row; }
-    uint8_t* value_row(int layer, int pos) { return v.data() + slot(layer, pos) * v_row; }
+    size_t k_row(int layer) const { return k_bytes[size_t(layer)]; }
+    size_t v_row(int layer) const { return v_bytes[size_t(layer)]; }
+    size_t slot(int layer, int pos) const { return size_t(pos % capacity[size_t(layer)]); }
+    const uint8_t* key_row(int layer, int pos) const { return k.data() + k_first[size_t(layer)] + slot(layer, pos) * k_row(layer); }
+    const uint8_t* value_row(int layer, int pos) const { return v.data() + v_first[size_t(layer)] + slot(layer, pos) * v_row(layer); }
+    uint8_t* key_row(int layer, int pos) { return k.data() + k_first[size_t(layer)] + slot(layer, pos) * k_row(layer); }
+    uint8_t* value_row(int layer, int pos) { return v.data() + v_first[size_t(layer)] + slot(layer, pos) * v_row(layer); }
     // Byte offset of the element at head_offset within a key (value) row: head_offset is a multiple of
     // the head size, so of 32 for a quantized type.
     size_t key_offset(int head_offset) const { return kv_row_bytes(types.k, head_offset); }
     size_t value_offset(int head_offset) const { return kv_row_bytes(types.v, head_offset); }
     // Whether `pos` still has its slot (a ring keeps only its last `capacity` positions below `end`).
     bool holds(int layer, int pos, int end) const { return pos < end && end - pos <= capacity[size_t(layer)]; }
-    // Rounds (or quantizes) a position's kv_dim keys and values into their types.
+    // Rounds (or quantizes) a position's keys and values (the layer's width each) into their types.
     void store(int layer, int pos, const float* keys, const float* values);
     // One head's key or value at a position as floats, dequantized exactly.
     void load_key(int layer, int pos, int head_offset, int n, float* out) const;

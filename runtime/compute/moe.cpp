@@ -58,9 +58,16 @@ void route(const Hparams& hp, const LayerWeights& L, const float* xn, int n, Mat
     }
 }
 
-void moe_ffn(const Hparams& hp, const LayerWeights& L, const float* xn, int n, float* out, MatmulScratch& mm, MoeScratch& s) {
+void gated_activation(Activation activation, float* gate, const float* up, size_t n, int n_threads) {
+    if (activation == Activation::SwigluOai) swiglu_oai(gate, up, n);
+    else if (activation == Activation::GeluTanh) geglu(gate, up, n, n_threads);
+    else swiglu(gate, up, n, n_threads);
+}
+
+void moe_ffn(const Hparams& hp, const LayerWeights& L, const float* xn, int n, float* out, MatmulScratch& mm, MoeScratch& s,
+             const float* router_in) {
     const int E = hp.n_embd, F = hp.n_ff_exp, k = hp.n_expert_used;
-    route(hp, L, xn, n, mm, s);
+    route(hp, L, router_in ? router_in : xn, n, mm, s);
     // The choices sorted by expert, each expert's in token order: rows [first[x], first[x + 1]) of
     // the gathered inputs are expert x's.
     s.first.assign(size_t(hp.n_expert) + 1, 0);
@@ -92,8 +99,7 @@ void moe_ffn(const Hparams& hp, const LayerWeights& L, const float* xn, int n, f
         float* up = &s.up[size_t(r) * size_t(F)];
         add_row(bias_row(L.b_gate_exps, x), gate, m, F);
         add_row(bias_row(L.b_up_exps, x), up, m, F);
-        if (hp.family->activation == Activation::SwigluOai) swiglu_oai(gate, up, size_t(m) * size_t(F));
-        else swiglu(gate, up, size_t(m) * size_t(F));
+        gated_activation(hp.family->activation, gate, up, size_t(m) * size_t(F), 1);
     });
     s.tasks.clear();
     experts_in_use([&](int x, int r, int m) {
@@ -102,7 +108,13 @@ void moe_ffn(const Hparams& hp, const LayerWeights& L, const float* xn, int n, f
                           L.down_exps[size_t(x)].tensor->n_bytes;
     });
     matmul(s.tasks, mm);
-    experts_in_use([&](int x, int r, int m) { add_row(bias_row(L.b_down_exps, x), &s.down[size_t(r) * size_t(E)], m, E); });
+    const float* down_scale = L.down_exps_scale ? reinterpret_cast<const float*>(L.down_exps_scale.tensor->data) : nullptr;
+    experts_in_use([&](int x, int r, int m) {
+        float* down = &s.down[size_t(r) * size_t(E)];
+        add_row(bias_row(L.b_down_exps, x), down, m, E);
+        if (down_scale)
+            for (size_t i = 0; i < size_t(m) * size_t(E); ++i) down[i] *= down_scale[x];
+    });
 
     // Each token's choices summed best-first: slot[choice] is where its expert's output landed.
     s.slot.resize(total);

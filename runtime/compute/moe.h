@@ -25,9 +25,15 @@ struct MoeScratch {
 // The router's choice for n tokens of xn (rows of n_embd): chosen experts and their weights.
 void route(const Hparams& hp, const LayerWeights& L, const float* xn, int n, MatmulScratch& mm, MoeScratch& s);
 
+// gelu or (clamped) silu of gate, times up, as the family's activation says.
+void gated_activation(Activation activation, float* gate, const float* up, size_t n, int n_threads);
+
 // out[t] = Σ over token t's chosen experts of weight × expert(xn[t]), summed best-first, so a token's
 // result does not depend on which other tokens share the batch. `out` may be `xn`: every row is read
 // before any is written.
-void moe_ffn(const Hparams& hp, const LayerWeights& L, const float* xn, int n, float* out, MatmulScratch& mm, MoeScratch& s);
+// router_in: what the router reads where it is not xn (gemma4); each expert's output is scaled by its
+// entry of L.down_exps_scale where the file has one.
+void moe_ffn(const Hparams& hp, const LayerWeights& L, const float* xn, int n, float* out, MatmulScratch& mm, MoeScratch& s,
+             const float* router_in = nullptr);
 
 }  // namespace rill

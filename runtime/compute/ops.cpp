@@ -24,6 +24,10 @@ void rmsnorm(const float* x, const Weight& gain, float* out, int n, float eps) {
     double sum_sq = 0;
     for (int i = 0; i < n; ++i) sum_sq += double(x[i]) * x[i];
     const float scale = float(1.0 / std::sqrt(sum_sq / n + eps));
+    if (!gain) {
+        for (int i = 0; i < n; ++i) out[i] = x[i] * scale;
+        return;
+    }
     const float* g = reinterpret_cast<const float*>(gain.tensor->data);
     for (int i = 0; i < n; ++i) out[i] = x[i] * scale * g[i];
 }

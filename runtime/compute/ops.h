@@ -11,6 +11,7 @@ namespace rill {
 // One row of a weight, dequantized (used for embedding lookup), interleaved or not.
 void weight_row(const Weight& w, int row, float* out);
 
+// x / √(mean(x²) + eps) ⊙ gain; without a gain (an empty Weight), the normalisation alone.
 void rmsnorm(const float* x, const Weight& gain, float* out, int n, float eps);
 // In place over each of n_groups consecutive groups of `width` values, with one gain of `width`
 // (q/k norms: a head at a time, or the whole projection as one group).

@@ -336,7 +336,7 @@ std::vector<float> GgufFile::get_float_array(std::string_view key) const {
 std::vector<int64_t> GgufFile::get_int_array(std::string_view key) const {
     const GgufValue* v = find(key);
     if (v == nullptr) return {};
-    if (v->type != GgufType::ARRAY || !(is_signed(v->element_type) || is_unsigned(v->element_type)))
+    if (v->type != GgufType::ARRAY || !(is_signed(v->element_type) || is_unsigned(v->element_type) || v->element_type == GgufType::BOOL))
         wrong_type(name_, key, "an array of integers", v->type);
     std::vector<int64_t> out(size_t(v->count));
     for (uint64_t k = 0; k < v->count; ++k) {

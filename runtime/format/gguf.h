@@ -75,7 +75,7 @@ public:
     std::optional<std::string> get_string(std::string_view key) const;
     std::vector<std::string> get_string_array(std::string_view key) const;  // empty if absent
     std::vector<float> get_float_array(std::string_view key) const;         // empty if absent
-    std::vector<int64_t> get_int_array(std::string_view key) const;         // empty if absent
+    std::vector<int64_t> get_int_array(std::string_view key) const;         // empty if absent; bools as 0/1
 
     const std::vector<GgufTensor>& tensors() const { return tensors_; }
     const GgufTensor* find_tensor(std::string_view name) const;

@@ -1,5 +1,6 @@
 #include "runtime/model/architecture.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "runtime/base/error.h"
@@ -66,6 +67,25 @@ const Architecture kArchitectures[] = {
      .attn_output_gate = true,
      .shared_expert = true,
      .rope_sections = true},
+    // Gemma 4 (llama.cpp's src/models/gemma4.cpp): sliding and full layers of different head sizes and
+    // KV head counts, the last layers reading earlier layers' cache, proportional RoPE through
+    // rope_freqs on the full layers, scores unscaled, V normalised, PLE on the small models, a
+    // per-layer output scale; 26B-A4B is the same family with experts beside a dense FFN.
+    {.name = "gemma4",
+     .rope_style = RopeStyle::Neox,
+     .qk_norm = QkNorm::PerHead,
+     .post_norms = true,
+     .activation = Activation::GeluTanh,
+     .sqrt_embd_scale = true,
+     .sliding_window = true,
+     .fixed_kq_scale = 1.0f,
+     .default_softcap = 30.0f,
+     .v_norm = true,
+     .v_from_k = true,
+     .layer_output_scale = true,
+     .per_layer_embeddings = true,
+     .experts_optional = true,
+     .dense_beside_experts = true},
 };
 
 std::string join(const std::vector<std::string>& items) {
@@ -81,6 +101,27 @@ int required_int(const GgufFile& f, const std::string& key, uint64_t max = 1u <<
         throw Error(f.name() + ": metadata '" + key + "' is " + std::to_string(*v) + ", outside 1.." + std::to_string(max));
     return int(*v);
 }
+
+// A key that is one integer for every layer or an array with one per layer (llama.cpp's
+// get_key_or_arr): the per-layer values, each in 1..max (0 too where allow_zero).
+std::vector<int> ints_per_layer(const GgufFile& f, const std::string& key, int n_layer, uint64_t max, bool allow_zero = false) {
+    const GgufValue* v = f.find(key);
+    if (v == nullptr) throw Error(f.name() + ": metadata '" + key + "' is missing");
+    if (v->type != GgufType::ARRAY) return std::vector<int>(size_t(n_layer), allow_zero && f.get_uint(key) == 0u ? 0 : required_int(f, key, max));
+    const std::vector<int64_t> values = f.get_int_array(key);
+    if (values.size() != size_t(n_layer))
+        throw Error(f.name() + ": metadata '" + key + "' has " + std::to_string(values.size()) + " entries for " + std::to_string(n_layer) + " layers");
+    std::vector<int> out;
+    for (const int64_t x : values) {
+        if (x < (allow_zero ? 0 : 1) || uint64_t(x) > max)
+            throw Error(f.name() + ": metadata '" + key + "' has an entry " + std::to_string(x) + ", outside " + (allow_zero ? "0" : "1") +
+                        ".." + std::to_string(max));
+        out.push_back(int(x));
+    }
+    return out;
+}
+
+int largest(const std::vector<int>& values) { return values.empty() ? 0 : *std::max_element(values.begin(), values.end()); }
 
 // A finite number in (lo, hi], or the default when the key is absent.
 float number(const GgufFile& f, const std::string& key, double fallback, double lo, double hi) {
@@ -180,6 +221,42 @@ void read_rope_sections(const GgufFile& f, const std::string& p, Hparams& hp) {
     hp.rope.pair_turns = std::move(turns);
 }
 
+// Sliding layers with a head size (and rotated dimensions) of their own: attention.key_length_swa,
+// rope.dimension_count_swa (gemma4).
+void read_sliding_shapes(const GgufFile& f, const std::string& p, Hparams& hp) {
+    const int head_swa = required_int(f, p + "attention.key_length_swa", 65536);
+    if (f.find(p + "attention.value_length_swa") && required_int(f, p + "attention.value_length_swa", 65536) != head_swa)
+        throw Error(f.name() + ": attention.value_length_swa differs from attention.key_length_swa, which rill does not support");
+    hp.n_rot_swa = f.find(p + "rope.dimension_count_swa") ? required_int(f, p + "rope.dimension_count_swa", 65536) : head_swa;
+    if (hp.n_rot_swa > head_swa || hp.n_rot_swa % 2 != 0)
+        throw Error(f.name() + ": rope.dimension_count_swa " + std::to_string(hp.n_rot_swa) + " must be even and at most the sliding head size " +
+                    std::to_string(head_swa));
+    hp.layer_head_dim.assign(size_t(hp.n_layer), hp.head_dim);
+    for (int l = 0; l < hp.n_layer; ++l)
+        if (hp.sliding(l)) hp.layer_head_dim[size_t(l)] = head_swa;
+    hp.head_dim = largest(hp.layer_head_dim);
+    if (uint64_t(hp.n_head) * uint64_t(hp.head_dim) > (1u << 24))
+        throw Error(f.name() + ": attention.head_count × key_length_swa is " + std::to_string(uint64_t(hp.n_head) * hp.head_dim) +
+                    ", more than rill allows (16M)");
+}
+
+// The last `shared` layers compute no keys or values: each attends over the cache of the last
+// earlier layer of its kind (llama.cpp's reuse rule: the two layers before them are sliding, then full).
+void read_kv_sharing(const GgufFile& f, const std::string& p, int shared, Hparams& hp) {
+    const int from = hp.n_layer - shared;
+    if (from < 2)
+        throw Error(f.name() + ": metadata '" + p + "attention.shared_kv_layers' is " + std::to_string(shared) + ", leaving fewer than 2 of " +
+                    std::to_string(hp.n_layer) + " layers with a cache of their own");
+    hp.layer_kv_source.resize(size_t(hp.n_layer));
+    for (int l = 0; l < hp.n_layer; ++l) {
+        const int source = l < from ? l : from - (hp.sliding(l) ? 2 : 1);
+        if (hp.sliding(source) != hp.sliding(l) || hp.head_dim_of(source) != hp.head_dim_of(l) || hp.n_head_kv_of(source) != hp.n_head_kv_of(l))
+            throw Error(f.name() + ": layer " + std::to_string(l) + " shares layer " + std::to_string(source) +
+                        "'s keys and values (attention.shared_kv_layers), but the two layers' attention differs");
+        hp.layer_kv_source[size_t(l)] = source;
+    }
+}
+
 }  // namespace
 
 const Architecture* find_architecture(const std::string& name) {
@@ -247,13 +324,27 @@ Hparams read_hparams(const GgufFile& f) {
         hp.n_layer -= hp.n_nextn;
     }
     // Qwen3.5-MoE configs have no dense width, so their files carry no feed_forward_length.
-    hp.n_ff = a.moe && !f.find(p + "feed_forward_length") ? 0 : required_int(f, p + "feed_forward_length");
+    // Per-layer lists count the MTP blocks too; the main pass reads the first n_layer entries.
+    const int n_all = hp.n_layer + hp.n_nextn;
+    const auto main_layers = [&](std::vector<int> v) {
+        v.resize(size_t(hp.n_layer));
+        if (std::all_of(v.begin(), v.end(), [&](int x) { return x == v.front(); })) return std::pair{v.front(), std::vector<int>{}};
+        return std::pair{largest(v), std::move(v)};
+    };
+    const bool experts = a.moe || (a.experts_optional && f.find(p + "expert_count"));
+    // Qwen3.5-MoE configs have no dense width, so their files carry no feed_forward_length.
+    if (!(experts && !f.find(p + "feed_forward_length")))
+        std::tie(hp.n_ff, hp.layer_n_ff) = main_layers(ints_per_layer(f, p + "feed_forward_length", n_all, 1u << 30));
     hp.n_head = required_int(f, p + "attention.head_count", 4096);
-    hp.n_head_kv = f.find(p + "attention.head_count_kv") ? required_int(f, p + "attention.head_count_kv", 4096) : hp.n_head;
+    if (f.find(p + "attention.head_count_kv"))
+        std::tie(hp.n_head_kv, hp.layer_n_head_kv) = main_layers(ints_per_layer(f, p + "attention.head_count_kv", n_all, 4096));
+    else
+        hp.n_head_kv = hp.n_head;
     hp.n_ctx_train = required_int(f, p + "context_length");
-    if (hp.n_head % hp.n_head_kv != 0)
-        throw Error(f.name() + ": attention.head_count " + std::to_string(hp.n_head) +
-                    " is not a multiple of attention.head_count_kv " + std::to_string(hp.n_head_kv));
+    for (int l = 0; l < hp.n_layer; ++l)
+        if (hp.n_head % hp.n_head_kv_of(l) != 0)
+            throw Error(f.name() + ": attention.head_count " + std::to_string(hp.n_head) + " is not a multiple of attention.head_count_kv " +
+                        std::to_string(hp.n_head_kv_of(l)) + (hp.layer_n_head_kv.empty() ? "" : " (layer " + std::to_string(l) + ")"));
     if (f.find(p + "attention.key_length")) {
         hp.head_dim = required_int(f, p + "attention.key_length", 65536);
     } else {
@@ -292,9 +383,16 @@ Hparams read_hparams(const GgufFile& f) {
     if (a.granite_scales) hp.attention_scale = number(f, p + "attention.scale", 0.0, -1e-30, 1e6);
     if (hp.arch == "gemma3")
         hp.attention_scale = hp.n_layer == 62 ? 1.0f / std::sqrt(float(hp.n_embd / hp.n_head)) : 1.0f / std::sqrt(float(hp.head_dim));
-    hp.final_logit_softcap = number(f, p + "final_logit_softcapping", 0.0, -1e-30, 1e6);
+    if (a.fixed_kq_scale > 0) hp.attention_scale = a.fixed_kq_scale;
+    hp.final_logit_softcap = number(f, p + "final_logit_softcapping", a.default_softcap, -1e-30, 1e6);
+    if (a.per_layer_embeddings) {
+        const auto width = f.get_uint(p + "embedding_length_per_layer_input");
+        if (!width) throw Error(f.name() + ": metadata '" + p + "embedding_length_per_layer_input' is missing");
+        if (*width > 65536) throw Error(f.name() + ": metadata '" + p + "embedding_length_per_layer_input' is " + std::to_string(*width) + ", too large");
+        hp.n_embd_per_layer = int(*width);
+    }
 
-    if (a.moe) {
+    if (experts) {
         hp.n_expert = required_int(f, p + "expert_count", 4096);
         hp.n_expert_used = required_int(f, p + "expert_used_count", 4096);
         if (hp.n_expert_used > hp.n_expert)
@@ -314,10 +412,20 @@ Hparams read_hparams(const GgufFile& f) {
         if (*window > (1u << 24)) throw Error(f.name() + ": metadata '" + p + "attention.sliding_window' is " + std::to_string(*window) + ", too large");
         hp.n_swa = int(*window);
         swa_pattern = a.default_swa_pattern;
-        if (f.find(p + "attention.sliding_window_pattern"))
+        if (const GgufValue* pattern = f.find(p + "attention.sliding_window_pattern"); pattern && pattern->type != GgufType::ARRAY)
             swa_pattern = required_int(f, p + "attention.sliding_window_pattern", 1u << 16);
     }
     set_layer_pattern(hp, swa_pattern);
+    // gemma4 writes the pattern as one flag per layer (true: sliding).
+    if (const GgufValue* pattern = f.find(p + "attention.sliding_window_pattern"); a.sliding_window && pattern && pattern->type == GgufType::ARRAY) {
+        const std::vector<int64_t> flags = f.get_int_array(p + "attention.sliding_window_pattern");
+        if (flags.size() != size_t(n_all))
+            throw Error(f.name() + ": metadata '" + p + "attention.sliding_window_pattern' has " + std::to_string(flags.size()) + " entries for " +
+                        std::to_string(n_all) + " layers");
+        for (int l = 0; l < hp.n_layer; ++l) hp.layer_sliding[size_t(l)] = hp.n_swa > 0 && flags[size_t(l)] != 0;
+    }
+    if (f.find(p + "attention.key_length_swa")) read_sliding_shapes(f, p, hp);
+    if (const auto shared = f.get_uint(p + "attention.shared_kv_layers"); shared && *shared > 0) read_kv_sharing(f, p, int(*shared), hp);
     return hp;
 }
 

@@ -48,6 +48,18 @@ struct Architecture {
     bool attn_output_gate = false;  // attn_q holds [q_h | gate_h] per head; the output is multiplied by σ(gate)
     bool shared_expert = false;     // ffn_*_shexp beside the routed experts, scaled by σ(ffn_gate_inp_shexp·x)
     bool rope_sections = false;     // rope.dimension_sections: interleaved multi-axis RoPE (IMROPE)
+    // Gemma 4 (llama.cpp's src/models/gemma4.cpp):
+    float fixed_kq_scale = 0.0f;    // > 0: the attention scores' scale, whatever the head size
+    float default_softcap = 0.0f;   // final_logit_softcapping when the file has none
+    bool v_norm = false;            // V is RMS-normalised over each head without a gain
+    bool v_from_k = false;          // a layer without attn_v takes V from K's projection, before K's norm
+    bool layer_output_scale = false;  // layer_output_scale: one factor on the whole residual after each layer
+    bool per_layer_embeddings = false;  // PLE: a per-layer input from a token table and a projection
+    bool experts_optional = false;  // experts where the file has expert_count (moe: always)
+    // A MoE layer also runs the dense FFN: each branch has its post-norm (post_ffw_norm_1 / _2), the
+    // experts their own pre-norm (pre_ffw_norm_2), the router reads rms(x)/√n_embd ⊙ ffn_gate_inp.scale
+    // and each expert's output is scaled by ffn_down_exps.scale.
+    bool dense_beside_experts = false;
 };
 
 // The family a file names, or nullptr.
@@ -107,9 +119,25 @@ struct Hparams {
     SsmParams ssm;
     int n_ff_shexp = 0;  // the shared expert's width
     int n_nextn = 0;     // MTP/NextN blocks after the main ones (block_count counts them); not run
+    // Per-layer shapes (gemma4): each list empty where every layer has the scalar above, which is
+    // then the largest of them (buffers are sized from the scalars).
+    std::vector<int> layer_head_dim, layer_n_head_kv, layer_n_ff;
+    int n_rot_swa = 0;  // rotated dimensions of the sliding layers; 0: n_rot
+    // The layer whose keys and values a layer attends over: itself, or for the last
+    // attention.shared_kv_layers layers an earlier one of their kind (they store nothing).
+    std::vector<int> layer_kv_source;
+    int n_embd_per_layer = 0;  // PLE width per layer; 0: none
 
     int q_dim() const { return n_head * head_dim; }
-    int kv_dim() const { return n_head_kv * head_dim; }
+    int kv_dim() const { return n_head_kv * head_dim; }  // the widest layer's (an upper bound)
+    int head_dim_of(int layer) const { return layer_head_dim.empty() ? head_dim : layer_head_dim[size_t(layer)]; }
+    int n_head_kv_of(int layer) const { return layer_n_head_kv.empty() ? n_head_kv : layer_n_head_kv[size_t(layer)]; }
+    int q_dim_of(int layer) const { return n_head * head_dim_of(layer); }
+    int kv_dim_of(int layer) const { return n_head_kv_of(layer) * head_dim_of(layer); }
+    int n_ff_of(int layer) const { return layer_n_ff.empty() ? n_ff : layer_n_ff[size_t(layer)]; }
+    int n_rot_of(int layer) const { return sliding(layer) && n_rot_swa > 0 ? n_rot_swa : n_rot; }
+    int kv_source(int layer) const { return layer_kv_source.empty() ? layer : layer_kv_source[size_t(layer)]; }
+    bool owns_kv(int layer) const { return !recurrent(layer) && kv_source(layer) == layer; }
     float kq_scale() const;
     bool sliding(int layer) const { return !layer_sliding.empty() && layer_sliding[size_t(layer)]; }
     bool uses_rope(int layer) const { return layer_rope.empty() || layer_rope[size_t(layer)]; }

@@ -62,12 +62,13 @@ static void interleave_matrices(Model& m) {
     for (GgufTensor& t : m.expert_slices) slices.emplace(&t, &t);
     for (LayerWeights& L : m.layers) {
         for (Weight* w : {&L.wq, &L.wk, &L.wv, &L.wqkv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down, &L.router, &L.shexp_gate,
-                          &L.shexp_up, &L.shexp_down, &L.ssm_in, &L.ssm_z, &L.ssm_out})
+                          &L.shexp_up, &L.shexp_down, &L.ssm_in, &L.ssm_z, &L.ssm_out, &L.ple_gate, &L.ple_proj})
             add(*w, nullptr);
         for (std::vector<Weight>* experts : {&L.gate_exps, &L.up_exps, &L.down_exps})
             for (Weight& w : *experts) add(w, slices.at(w.tensor));
     }
     if (m.output.tensor != m.token_embd.tensor) add(m.output, nullptr);
+    add(m.ple_model_proj, nullptr);
     const bool copy = m.file.mapped();
     if (copy) {
         std::vector<size_t> offset(jobs.size());
@@ -114,25 +115,42 @@ static void load_experts(Model& m) {
         LayerWeights& L = m.layers[size_t(l)];
         L.router = tensor(f, b + "ffn_gate_inp.weight", {e, n});
         L.b_router = tensor(f, b + "ffn_gate_inp.bias", {n}, a.expert_biases);
-        const auto slices = [&](const std::string& name, uint64_t cols, uint64_t rows, std::vector<Weight>& out) {
-            const Weight whole = tensor(f, b + name, {cols, rows, n});
-            const size_t slice_bytes = whole.tensor->n_bytes / size_t(n);
+        // Expert x's rows [first_row, first_row + rows) of a 3-D tensor of `whole_rows` rows per expert.
+        const auto slices = [&](const Weight& whole, uint64_t cols, uint64_t whole_rows, uint64_t first_row, uint64_t rows,
+                                std::vector<Weight>& out) {
+            const size_t slice_bytes = whole.tensor->n_bytes / size_t(n), row_bytes = whole.tensor->row_bytes();
             for (uint64_t x = 0; x < n; ++x) {
                 GgufTensor view = *whole.tensor;
-                view.name = whole.tensor->name + "[" + std::to_string(x) + "]";
+                view.name = whole.tensor->name + "[" + std::to_string(x) + (whole_rows == rows ? "" : ", " + std::to_string(first_row) + "..") + "]";
                 view.n_dims = 2;
                 view.ne = {cols, rows, 1, 1};
                 view.n_elements = cols * rows;
-                view.n_bytes = slice_bytes;
-                view.data = whole.tensor->data + x * slice_bytes;
-                view.offset = whole.tensor->offset + x * slice_bytes;
+                view.n_bytes = size_t(rows) * row_bytes;
+                view.data = whole.tensor->data + x * slice_bytes + first_row * row_bytes;
+                view.offset = whole.tensor->offset + x * slice_bytes + first_row * row_bytes;
                 m.expert_slices.push_back(std::move(view));
                 out.push_back(Weight{&m.expert_slices.back()});
             }
         };
-        slices("ffn_gate_exps.weight", e, fe, L.gate_exps);
-        slices("ffn_up_exps.weight", e, fe, L.up_exps);
-        slices("ffn_down_exps.weight", fe, e, L.down_exps);
+        // gemma4 fuses each expert's gate and up: rows 0 .. fe - 1 gate, fe .. 2·fe - 1 up.
+        if (f.find_tensor(b + "ffn_gate_up_exps.weight")) {
+            const Weight fused = tensor(f, b + "ffn_gate_up_exps.weight", {e, 2 * fe, n});
+            slices(fused, e, 2 * fe, 0, fe, L.gate_exps);
+            slices(fused, e, 2 * fe, fe, fe, L.up_exps);
+        } else {
+            slices(tensor(f, b + "ffn_gate_exps.weight", {e, fe, n}), e, fe, 0, fe, L.gate_exps);
+            slices(tensor(f, b + "ffn_up_exps.weight", {e, fe, n}), e, fe, 0, fe, L.up_exps);
+        }
+        slices(tensor(f, b + "ffn_down_exps.weight", {fe, e, n}), fe, e, 0, e, L.down_exps);
+        if (a.dense_beside_experts) {
+            L.router_scale = tensor(f, b + "ffn_gate_inp.scale", {e});
+            L.down_exps_scale = tensor(f, b + "ffn_down_exps.scale", {n}, false);
+            L.experts_pre_norm = tensor(f, b + "pre_ffw_norm_2.weight", {e});
+            L.dense_post_norm = tensor(f, b + "post_ffw_norm_1.weight", {e});
+            L.experts_post_norm = tensor(f, b + "post_ffw_norm_2.weight", {e});
+            for (const Weight* w : {&L.router_scale, &L.down_exps_scale, &L.experts_pre_norm, &L.dense_post_norm, &L.experts_post_norm})
+                if (*w && w->type() != TensorType::F32) throw Error(f.name() + ": tensor '" + w->tensor->name + "' must be F32");
+        }
         L.b_gate_exps = tensor(f, b + "ffn_gate_exps.bias", {fe, n}, a.expert_biases);
         L.b_up_exps = tensor(f, b + "ffn_up_exps.bias", {fe, n}, a.expert_biases);
         L.b_down_exps = tensor(f, b + "ffn_down_exps.bias", {e, n}, a.expert_biases);
@@ -178,8 +196,7 @@ std::unique_ptr<Model> model_from_gguf(GgufFile file, bool interleave) {
     const GgufTensor* embd = f.find_tensor("token_embd.weight");
     if (embd == nullptr) throw Error(f.name() + ": tensor 'token_embd.weight' is missing");
     hp.n_vocab = int(embd->n_dims == 2 ? std::min<uint64_t>(embd->ne[1], 1u << 30) : 0);
-    const uint64_t e = uint64_t(hp.n_embd), v = uint64_t(hp.n_vocab), q = uint64_t(hp.q_dim()),
-                   kv = uint64_t(hp.kv_dim()), ff = uint64_t(hp.n_ff);
+    const uint64_t e = uint64_t(hp.n_embd), v = uint64_t(hp.n_vocab);
     m->token_embd = tensor(f, "token_embd.weight", {e, v});
     if (const auto tokens = f.find("tokenizer.ggml.tokens"); tokens && tokens->count != v)
         throw Error(f.name() + ": the vocabulary has " + std::to_string(tokens->count) + " tokens but token_embd.weight has " +
@@ -193,9 +210,21 @@ std::unique_ptr<Model> model_from_gguf(GgufFile file, bool interleave) {
     m->rope_factors_short = tensor(f, "rope_factors_short.weight", {half_rot}, false);
 
     const Architecture& a = *hp.family;
-    const uint64_t d = uint64_t(hp.head_dim);
+    if (a.per_layer_embeddings && hp.n_embd_per_layer > 0) {
+        const uint64_t all = uint64_t(hp.n_embd_per_layer) * uint64_t(hp.n_layer);
+        m->ple_token_embd = tensor(f, "per_layer_token_embd.weight", {all, v});
+        m->ple_model_proj = tensor(f, "per_layer_model_proj.weight", {e, all});
+        m->ple_proj_norm = tensor(f, "per_layer_proj_norm.weight", {uint64_t(hp.n_embd_per_layer)});
+        if (m->ple_proj_norm.type() != TensorType::F32) throw Error(f.name() + ": tensor 'per_layer_proj_norm.weight' must be F32");
+    }
     for (int l = 0; l < hp.n_layer; ++l) {
         const std::string b = "blk." + std::to_string(l) + ".";
+        // This layer's widths (gemma4's differ between sliding and full layers, and on the KV-shared ones).
+        const uint64_t d = uint64_t(hp.head_dim_of(l)), q = uint64_t(hp.q_dim_of(l)), kv = uint64_t(hp.kv_dim_of(l)),
+                       ff = uint64_t(hp.n_ff_of(l));
+        // A layer that reads another's cache needs no K or V of its own (gemma4's converted checkpoints
+        // still carry them; other exports drop them).
+        const bool own_kv = hp.owns_kv(l);
         LayerWeights L;
         L.attn_norm = tensor(f, b + "attn_norm.weight", {e}, a.pre_norms);
         if (hp.recurrent(l)) {
@@ -205,8 +234,10 @@ std::unique_ptr<Model> model_from_gguf(GgufFile file, bool interleave) {
             L.bqkv = tensor(f, b + "attn_qkv.bias", {q + 2 * kv}, false);
         } else {
             L.wq = tensor(f, b + "attn_q.weight", {e, a.attn_output_gate ? 2 * q : q});
-            L.wk = tensor(f, b + "attn_k.weight", {e, kv});
-            L.wv = tensor(f, b + "attn_v.weight", {e, kv});
+            if (own_kv) {
+                L.wk = tensor(f, b + "attn_k.weight", {e, kv});
+                L.wv = tensor(f, b + "attn_v.weight", {e, kv}, !a.v_from_k);
+            }
             L.bq = tensor(f, b + "attn_q.bias", {q}, a.qkv_bias);
             L.bk = tensor(f, b + "attn_k.bias", {kv}, a.qkv_bias);
             L.bv = tensor(f, b + "attn_v.bias", {kv}, a.qkv_bias);
@@ -214,7 +245,7 @@ std::unique_ptr<Model> model_from_gguf(GgufFile file, bool interleave) {
         if (a.qk_norm != QkNorm::None && !hp.recurrent(l)) {
             const bool per_head = a.qk_norm == QkNorm::PerHead;
             L.q_norm = tensor(f, b + "attn_q_norm.weight", {per_head ? d : q});
-            L.k_norm = tensor(f, b + "attn_k_norm.weight", {per_head ? d : kv});
+            if (own_kv) L.k_norm = tensor(f, b + "attn_k_norm.weight", {per_head ? d : kv});
         }
         if (!hp.recurrent(l)) {
             L.wo = tensor(f, b + "attn_output.weight", {q, e});
@@ -227,7 +258,14 @@ std::unique_ptr<Model> model_from_gguf(GgufFile file, bool interleave) {
         L.ffn_norm = tensor(f, b + a.ffn_norm + ".weight", {e}, a.pre_norms);
         L.attn_sinks = tensor(f, b + "attn_sinks.weight", {uint64_t(hp.n_head)}, a.sinks);
         if (a.attn_out_bias && !L.bo) throw Error(f.name() + ": tensor '" + b + "attn_output.bias' is missing");
-        if (!a.moe) {  // a mixture of experts' FFN is load_experts'
+        if (a.layer_output_scale) L.out_scale = tensor(f, b + "layer_output_scale.weight", {1}, false);
+        if (hp.n_embd_per_layer > 0) {
+            const uint64_t pl = uint64_t(hp.n_embd_per_layer);
+            L.ple_gate = tensor(f, b + "inp_gate.weight", {e, pl});
+            L.ple_proj = tensor(f, b + "proj.weight", {pl, e});
+            L.ple_post_norm = tensor(f, b + "post_norm.weight", {e});
+        }
+        if (hp.n_expert == 0 || a.dense_beside_experts) {  // the experts themselves are load_experts'
             if (a.fused_gate_up) {
                 L.ffn_up = tensor(f, b + "ffn_up.weight", {e, 2 * ff});
             } else {
@@ -240,13 +278,13 @@ std::unique_ptr<Model> model_from_gguf(GgufFile file, bool interleave) {
             L.b_down = tensor(f, b + "ffn_down.bias", {e}, false);
         }
         for (const Weight* w : {&L.attn_norm, &L.ffn_norm, &L.q_norm, &L.k_norm, &L.attn_post_norm, &L.ffn_post_norm, &L.bq, &L.bk,
-                                &L.bv, &L.bqkv, &L.bo, &L.b_gate, &L.b_up, &L.b_down, &L.attn_sinks})
+                                &L.bv, &L.bqkv, &L.bo, &L.b_gate, &L.b_up, &L.b_down, &L.attn_sinks, &L.out_scale, &L.ple_post_norm})
             if (*w && w->type() != TensorType::F32)
                 throw Error(f.name() + ": tensor '" + w->tensor->name + "' must be F32, not " +
                             std::string(traits(w->type()).name));
         m->layers.push_back(L);
     }
-    if (a.moe) load_experts(*m);
+    if (hp.n_expert > 0) load_experts(*m);
     for (const Weight* w : {&m->rope_freqs, &m->rope_factors_long, &m->rope_factors_short})
         if (*w && w->type() != TensorType::F32) throw Error(f.name() + ": tensor '" + w->tensor->name + "' must be F32");
     if (m->output_norm.type() != TensorType::F32)

@@ -50,6 +50,13 @@ struct LayerWeights {
     // the decay (ssm_alpha, ssm_dt.bias, ssm_a) and update strength (ssm_beta) per value head, the
     // gated norm's gain and the out-projection.
     Weight ssm_in, ssm_z, ssm_conv, ssm_alpha, ssm_beta, ssm_dt_bias, ssm_a, ssm_norm, ssm_out;
+    // gemma4: the factor on the residual after the layer; the PLE block (gate from x, the layer's slice
+    // of the per-layer input, projection back, post-norm); a MoE layer's router input scale, per-expert
+    // output scales and the norms around its two branches.
+    Weight out_scale;
+    Weight ple_gate, ple_proj, ple_post_norm;
+    Weight router_scale, down_exps_scale;
+    Weight experts_pre_norm, dense_post_norm, experts_post_norm;
 };
 
 struct Model {
@@ -60,6 +67,9 @@ struct Model {
     Weight output;      // token_embd when the file ties them
     Weight rope_freqs;  // Llama 3.1+ per-frequency divisors, optional
     Weight rope_factors_long, rope_factors_short;  // LongRoPE divisors (phi3): long past the original context
+    // Per-layer embeddings (gemma4 E2B/E4B): a table with one row of n_layer × n_embd_per_layer per
+    // token, read a row at a time straight from the file; the projection from the embedding, its norm.
+    Weight ple_token_embd, ple_model_proj, ple_proj_norm;
     std::vector<LayerWeights> layers;
     std::deque<GgufTensor> expert_slices;  // what the experts' Weights view (stable addresses)
     AnonymousMemory relaid;                // a mapped file's matrices, regrouped for the decode kernels

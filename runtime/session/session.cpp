@@ -33,7 +33,7 @@ void check_token_ids(const Hparams& hp, std::span<const int32_t> tokens) {
 }  // namespace
 
 int kv_layer_slots(const Hparams& hp, int layer, int n_ctx, int n_batch) {
-    if (hp.recurrent(layer)) return 0;  // its state is the recurrent one
+    if (!hp.owns_kv(layer)) return 0;  // a recurrent layer (its state is the recurrent one), or one reading another's cache
     return hp.sliding(layer) ? std::min(n_ctx, hp.n_swa + std::max(1, n_batch)) : n_ctx;
 }
 
@@ -50,27 +50,38 @@ Session::Session(const Model& model, const SessionOptions& options)
         throw Error("thread count " + std::to_string(std::max(n_threads_, n_threads_batch_)) + " is too large");
     const int most_threads = std::max(n_threads_, n_threads_batch_);
     const Hparams& hp = model.hp;
-    std::vector<int> capacity(size_t(hp.n_layer));
-    for (int l = 0; l < hp.n_layer; ++l) capacity[size_t(l)] = kv_layer_slots(hp, l, n_ctx_, n_batch_);
-    kv_ = KvCache(options.kv_types, hp.n_layer, n_ctx_, hp.kv_dim(), hp.head_dim, std::move(capacity));
+    std::vector<int> capacity(size_t(hp.n_layer)), width(size_t(hp.n_layer));
+    int smallest_head = hp.head_dim, most_per_key = 1;
+    for (int l = 0; l < hp.n_layer; ++l) {
+        capacity[size_t(l)] = kv_layer_slots(hp, l, n_ctx_, n_batch_);
+        width[size_t(l)] = hp.kv_dim_of(l);
+        smallest_head = std::min(smallest_head, hp.head_dim_of(l));
+        most_per_key = std::max(most_per_key, hp.n_head / hp.n_head_kv_of(l));
+    }
+    kv_ = KvCache(options.kv_types, hp.n_layer, n_ctx_, hp.kv_dim(), smallest_head, std::move(capacity), std::move(width));
     recurrent_ = RecurrentState(hp);
     delta_net_.chunked = options.chunked_delta_rule;
     // LongRoPE: llama.cpp picks the long factors when the context exceeds the original one.
     rope_factors_ = model.rope_freqs ? model.rope_freqs
                     : n_ctx_ > hp.rope.n_ctx_orig ? model.rope_factors_long
                                                   : model.rope_factors_short;
-    const int widest = std::max({hp.n_embd, hp.n_ff, hp.n_ff_exp, hp.q_dim(), hp.n_ff_shexp, hp.ssm.value_dim()});
+    const int widest = std::max({hp.n_embd, hp.n_ff, hp.n_ff_exp, hp.q_dim(), hp.n_ff_shexp, hp.ssm.value_dim(),
+                                 hp.n_embd_per_layer * hp.n_layer});
     scratch_ = MatmulScratch(choose_kernel_path(options.kernels), most_threads, size_t(widest),
                              options.gemm);
     scratch_.table = options.gemm_table;
-    decode_attention_ = DecodeAttentionScratch(most_threads, n_ctx_, hp.head_dim, hp.n_head / hp.n_head_kv);
+    decode_attention_ = DecodeAttentionScratch(most_threads, n_ctx_, hp.head_dim, most_per_key);
 }
+
+// cos/sin pairs a token's angles take: the wider of the full and the sliding layers' rotation.
+static int rope_width(const Hparams& hp) { return std::max(hp.n_rot, hp.n_rot_swa); }
 
 size_t batch_activation_bytes(const Hparams& hp, int n_batch) {
     const size_t fused = hp.family && hp.family->fused_qkv ? size_t(hp.q_dim()) + 2 * size_t(hp.kv_dim())
                          : hp.family && hp.family->attn_output_gate ? 3 * size_t(hp.q_dim()) : 0;
     const size_t per_token = 2 * size_t(hp.n_embd) + 2 * size_t(hp.q_dim()) + 2 * size_t(hp.kv_dim()) + 2 * size_t(hp.n_ff) +
-                             2 * size_t(hp.n_rot) + std::max(fused, hp.family && hp.family->fused_gate_up ? 2 * size_t(hp.n_ff) : 0);
+                             2 * size_t(rope_width(hp)) + std::max(fused, hp.family && hp.family->fused_gate_up ? 2 * size_t(hp.n_ff) : 0) +
+                             size_t(hp.n_embd_per_layer) * size_t(hp.n_layer);
     return per_token * size_t(n_batch) * sizeof(float);
 }
 
@@ -78,17 +89,18 @@ void Session::ensure_batch(int n) {
     if (n <= capacity_) return;
     const Hparams& hp = model_.hp;
     const size_t t = size_t(n);
+    const Architecture& a = *hp.family;
     x_.resize(t * hp.n_embd);
     xn_.resize(t * hp.n_embd);
     q_.resize(t * hp.q_dim());
     k_.resize(t * hp.kv_dim());
     v_.resize(t * hp.kv_dim());
     attn_.resize(t * hp.q_dim());
-    gate_.resize(t * hp.n_ff);
-    up_.resize(t * hp.n_ff);
-    rope_.resize(t * hp.n_rot);
-    rope_local_.resize(hp.any_sliding() ? t * hp.n_rot : 0);
-    const Architecture& a = *hp.family;
+    gate_.resize(t * std::max(hp.n_ff, hp.n_embd_per_layer));  // the PLE gate uses them too
+    up_.resize(t * std::max(hp.n_ff, hp.n_embd_per_layer));
+    rope_.resize(t * rope_width(hp));
+    rope_local_.resize(hp.any_sliding() ? t * rope_width(hp) : 0);
+    ple_.resize(t * size_t(hp.n_embd_per_layer) * size_t(hp.n_layer));
     fused_.resize(std::max({a.fused_qkv ? t * size_t(hp.q_dim() + 2 * hp.kv_dim()) : 0, a.fused_gate_up ? t * 2 * hp.n_ff : 0,
                             a.attn_output_gate ? t * 2 * hp.q_dim() : 0}));
     attn_gate_.resize(a.attn_output_gate ? t * hp.q_dim() : 0);
@@ -149,10 +161,13 @@ void Session::forward_layers(std::span<const int32_t> tokens, std::span<const Kv
         if (hp.embedding_scale != 1.0f)
             for (int i = 0; i < E; ++i) row(x_, t, E)[i] *= hp.embedding_scale;
     }
+    const int R = rope_width(hp);
     for (int t = 0; t < n; ++t) {
-        rope_angles(hp.rope, hp.n_rot, rope_factors_, places[size_t(t)].pos, row(rope_, t, hp.n_rot));
-        if (!rope_local_.empty()) rope_angles(hp.rope_local, hp.n_rot, Weight{}, places[size_t(t)].pos, row(rope_local_, t, hp.n_rot));
+        rope_angles(hp.rope, hp.n_rot, rope_factors_, places[size_t(t)].pos, row(rope_, t, R));
+        if (!rope_local_.empty())
+            rope_angles(hp.rope_local, hp.n_rot_swa > 0 ? hp.n_rot_swa : hp.n_rot, Weight{}, places[size_t(t)].pos, row(rope_local_, t, R));
     }
+    if (hp.n_embd_per_layer > 0) per_layer_inputs(tokens);
     // x += scale · out, where out is a block's output after its post-norm (if the family has one).
     const auto add_residual = [&](const Weight& post_norm) {
         for (int t = 0; t < n; ++t) {
@@ -178,20 +193,30 @@ void Session::forward_layers(std::span<const int32_t> tokens, std::span<const Kv
         else attention_block(l, n, places, one_sequence);
         add_residual(L.attn_post_norm);
         block_input(L.ffn_norm);
-        ffn_block(L, n);
+        ffn_block(l, n);
         add_residual(L.ffn_post_norm);
+        if (L.ple_gate) {
+            per_layer_embedding(l, n);
+            add_residual(L.ple_post_norm);
+        }
+        if (L.out_scale) {
+            const float scale = *reinterpret_cast<const float*>(L.out_scale.tensor->data);
+            for (size_t i = 0; i < size_t(n) * size_t(E); ++i) x_[i] *= scale;
+        }
     }
 }
 
 static float* row_of(std::vector<float>& v, int t, int width) { return &v[size_t(t) * size_t(width)]; }
 
 // xn = Wo · attention(rope(norm(Wq·xn)), rope(norm(Wk·xn)), Wv·xn), each token's keys and values
-// stored in its cache first.
+// stored in its cache first. The layer's own head size and KV heads; a layer that reads an earlier
+// layer's cache (gemma4) computes only its queries.
 void Session::attention_block(int l, int n, std::span<const KvPlace> places, bool one_sequence) {
     const Hparams& hp = model_.hp;
     const Architecture& arch = *hp.family;
     const LayerWeights& L = model_.layers[size_t(l)];
-    const int E = hp.n_embd, Q = hp.q_dim(), KV = hp.kv_dim(), D = hp.head_dim;
+    const int E = hp.n_embd, Q = hp.q_dim_of(l), KV = hp.kv_dim_of(l), D = hp.head_dim_of(l), H_kv = hp.n_head_kv_of(l);
+    const bool own_kv = hp.owns_kv(l);
     const auto row = row_of;
     if (arch.attn_output_gate) {
         // attn_q's rows are [q_h | gate_h] per head
@@ -212,6 +237,13 @@ void Session::attention_block(int l, int n, std::span<const KvPlace> places, boo
             std::copy_n(qkv + Q, KV, row(k_, t, KV));
             std::copy_n(qkv + Q + KV, KV, row(v_, t, KV));
         }
+    } else if (!own_kv) {
+        matmul(L.wq, xn_.data(), q_.data(), n, scratch_);
+    } else if (!L.wv) {
+        // V is K's projection before K's norm and rotation (gemma4's full layers without attn_v)
+        const MatmulOutput qk[] = {{L.wq, q_.data()}, {L.wk, k_.data()}};
+        matmul(qk, xn_.data(), n, scratch_);
+        std::copy_n(k_.data(), size_t(n) * size_t(KV), v_.data());
     } else {
         const MatmulOutput qkv[] = {{L.wq, q_.data()}, {L.wk, k_.data()}, {L.wv, v_.data()}};
         matmul(qkv, xn_.data(), n, scratch_);
@@ -221,17 +253,19 @@ void Session::attention_block(int l, int n, std::span<const KvPlace> places, boo
     add_bias(L.bv, v_.data(), n, KV);
     const bool per_head = arch.qk_norm == QkNorm::PerHead;
     const bool local = hp.sliding(l);
+    const int R = rope_width(hp), n_rot = hp.n_rot_of(l);
     for (int t = 0; t < n; ++t) {
         float* q = row(q_, t, Q);
         float* k = row(k_, t, KV);
         if (L.q_norm) rmsnorm_groups(q, L.q_norm, per_head ? hp.n_head : 1, per_head ? D : Q, hp.rms_eps);
-        if (L.k_norm) rmsnorm_groups(k, L.k_norm, per_head ? hp.n_head_kv : 1, per_head ? D : KV, hp.rms_eps);
+        if (L.k_norm) rmsnorm_groups(k, L.k_norm, per_head ? H_kv : 1, per_head ? D : KV, hp.rms_eps);
+        if (arch.v_norm && own_kv) rmsnorm_groups(row(v_, t, KV), Weight{}, H_kv, D, hp.rms_eps);
         if (hp.uses_rope(l)) {
-            const float* angles = local ? row(rope_local_, t, hp.n_rot) : row(rope_, t, hp.n_rot);
-            rope(q, hp.n_head, D, hp.n_rot, hp.rope_style, angles);
-            rope(k, hp.n_head_kv, D, hp.n_rot, hp.rope_style, angles);
+            const float* angles = local ? row(rope_local_, t, R) : row(rope_, t, R);
+            rope(q, hp.n_head, D, n_rot, hp.rope_style, angles);
+            if (own_kv) rope(k, H_kv, D, n_rot, hp.rope_style, angles);
         }
-        places[size_t(t)].kv->store(l, places[size_t(t)].pos, k, row(v_, t, KV));
+        if (own_kv) places[size_t(t)].kv->store(l, places[size_t(t)].pos, k, row(v_, t, KV));
     }
     attention(l, n, places, one_sequence);
     if (arch.attn_output_gate)
@@ -241,13 +275,15 @@ void Session::attention_block(int l, int n, std::span<const KvPlace> places, boo
 }
 
 // xn = Wdown · (act(Wgate·xn) * Wup·xn), or the chosen experts' weighted sum of it (and the shared
-// expert's share).
-void Session::ffn_block(const LayerWeights& L, int n) {
+// expert's share, or gemma4's dense branch beside the experts).
+void Session::ffn_block(int l, int n) {
     const Hparams& hp = model_.hp;
     const Architecture& arch = *hp.family;
-    const int E = hp.n_embd, F = hp.n_ff;
+    const LayerWeights& L = model_.layers[size_t(l)];
+    const int E = hp.n_embd;
     const auto row = row_of;
-    if (arch.moe) {
+    if (hp.n_expert > 0 && arch.dense_beside_experts) return dense_and_experts(l, n);
+    if (hp.n_expert > 0) {
         // The shared expert reads xn before the routed experts overwrite it.
         if (arch.shared_expert) shared_expert(L, n);
         moe_ffn(hp, L, xn_.data(), n, xn_.data(), scratch_, moe_);
@@ -256,6 +292,13 @@ void Session::ffn_block(const LayerWeights& L, int n) {
                 for (int i = 0; i < hp.n_embd; ++i) row(xn_, t, E)[i] += row(shexp_up_, t, E)[i];
         return;
     }
+    dense_ffn(L, hp.n_ff_of(l), n);
+}
+
+// The dense FFN of width F on the rows of xn_, in place.
+void Session::dense_ffn(const LayerWeights& L, int F, int n) {
+    const Hparams& hp = model_.hp;
+    const auto row = row_of;
     if (L.ffn_gate) {
         const MatmulOutput gate_up[] = {{L.ffn_gate, gate_.data()}, {L.ffn_up, up_.data()}};
         matmul(gate_up, xn_.data(), n, scratch_);
@@ -268,10 +311,67 @@ void Session::ffn_block(const LayerWeights& L, int n) {
             std::copy_n(row(fused_, t, 2 * F) + F, F, row(up_, t, F));
         }
     }
-    if (arch.activation == Activation::GeluTanh) geglu(gate_.data(), up_.data(), size_t(n) * F, scratch_.n_threads);
+    if (hp.family->activation == Activation::GeluTanh) geglu(gate_.data(), up_.data(), size_t(n) * F, scratch_.n_threads);
     else swiglu(gate_.data(), up_.data(), size_t(n) * F, scratch_.n_threads);
     matmul(L.ffn_down, gate_.data(), xn_.data(), n, scratch_);
-    add_bias(L.b_down, xn_.data(), n, E);
+    add_bias(L.b_down, xn_.data(), n, hp.n_embd);
+}
+
+// gemma4's MoE layer: xn = norm₁(dense(xn)) + norm₂(experts(rms(x, pre_ffw_norm_2))), the router
+// reading rms(x)/√n_embd ⊙ its input scale, where x is the residual after attention (x_ still
+// holds it here).
+void Session::dense_and_experts(int l, int n) {
+    const Hparams& hp = model_.hp;
+    const LayerWeights& L = model_.layers[size_t(l)];
+    const int E = hp.n_embd;
+    const size_t count = size_t(n) * size_t(E);
+    branch_.resize(count);
+    router_in_.resize(count);
+    dense_ffn(L, hp.n_ff_of(l), n);
+    const float* scale = reinterpret_cast<const float*>(L.router_scale.tensor->data);
+    const float inv_sqrt = 1.0f / std::sqrt(float(E));
+    for (int t = 0; t < n; ++t) {
+        const size_t at = size_t(t) * size_t(E);
+        rmsnorm(&xn_[at], L.dense_post_norm, &branch_[at], E, hp.rms_eps);
+        rmsnorm(&x_[at], L.experts_pre_norm, &xn_[at], E, hp.rms_eps);
+        rmsnorm(&x_[at], Weight{}, &router_in_[at], E, hp.rms_eps);
+        for (int i = 0; i < E; ++i) router_in_[at + size_t(i)] *= inv_sqrt * scale[i];
+    }
+    moe_ffn(hp, L, xn_.data(), n, xn_.data(), scratch_, moe_, router_in_.data());
+    for (int t = 0; t < n; ++t) {
+        const size_t at = size_t(t) * size_t(E);
+        rmsnorm(&xn_[at], L.experts_post_norm, &xn_[at], E, hp.rms_eps);
+        for (int i = 0; i < E; ++i) xn_[at + size_t(i)] += branch_[at + size_t(i)];
+    }
+}
+
+// Per-layer embeddings (gemma4 E2B/E4B): ple_ = for each token and layer l,
+// (rms(Wproj·x₀/√n_embd, proj_norm)_l + table[token]_l·√width) / √2, where x₀ is the scaled embedding
+// (x_ on entry) and table rows are read straight from the file, one per token.
+void Session::per_layer_inputs(std::span<const int32_t> tokens) {
+    const Hparams& hp = model_.hp;
+    const int n = int(tokens.size()), P = hp.n_embd_per_layer, all = P * hp.n_layer;
+    matmul(model_.ple_model_proj, x_.data(), ple_.data(), n, scratch_);
+    table_row_.resize(size_t(all));
+    const float proj_scale = 1.0f / std::sqrt(float(hp.n_embd)), token_scale = std::sqrt(float(P)), mix = 1.0f / std::sqrt(2.0f);
+    for (int t = 0; t < n; ++t) {
+        float* p = &ple_[size_t(t) * size_t(all)];
+        weight_row(model_.ple_token_embd, tokens[size_t(t)], table_row_.data());
+        for (int i = 0; i < all; ++i) p[i] *= proj_scale;
+        rmsnorm_groups(p, model_.ple_proj_norm, hp.n_layer, P, hp.rms_eps);
+        for (int i = 0; i < all; ++i) p[i] = (p[i] + table_row_[size_t(i)] * token_scale) * mix;
+    }
+}
+
+// xn = Wproj · (gelu(Wgate · x) ⊙ the layer's per-layer input), x the residual after the FFN.
+void Session::per_layer_embedding(int l, int n) {
+    const Hparams& hp = model_.hp;
+    const LayerWeights& L = model_.layers[size_t(l)];
+    const int P = hp.n_embd_per_layer, all = P * hp.n_layer;
+    matmul(L.ple_gate, x_.data(), gate_.data(), n, scratch_);
+    for (int t = 0; t < n; ++t) std::copy_n(&ple_[size_t(t) * size_t(all) + size_t(l) * size_t(P)], P, &up_[size_t(t) * size_t(P)]);
+    geglu(gate_.data(), up_.data(), size_t(n) * size_t(P), scratch_.n_threads);
+    matmul(L.ple_proj, gate_.data(), xn_.data(), n, scratch_);
 }
 
 // shexp_up_ = σ(gate_inp·xn) · Wdown_s · silu(Wgate_s·xn) ⊙ Wup_s·xn, one row of n_embd per token.
@@ -451,9 +551,9 @@ KvType state_kv_type(int32_t id) {
 }  // namespace
 
 // The first position a layer must keep to go on from `pos`: 0, or the start of its window; a
-// recurrent layer keeps none (its state is saved whole).
+// recurrent layer keeps none (its state is saved whole), nor does one reading another's cache.
 static int first_kept(const Hparams& hp, int layer, int pos) {
-    if (hp.recurrent(layer)) return pos;
+    if (!hp.owns_kv(layer)) return pos;
     return hp.window(layer) > 0 ? std::max(0, pos - hp.window(layer)) : 0;
 }
 
@@ -470,8 +570,8 @@ std::vector<uint8_t> Session::save_state() const {
                             int32_t(has_logits_)})
         put(out, v);
     for (int l = 0; l < hp.n_layer; ++l) {
-        for (int p = first_kept(hp, l, pos_); p < pos_; ++p) out.insert(out.end(), kv_.key_row(l, p), kv_.key_row(l, p) + kv_.k_row);
-        for (int p = first_kept(hp, l, pos_); p < pos_; ++p) out.insert(out.end(), kv_.value_row(l, p), kv_.value_row(l, p) + kv_.v_row);
+        for (int p = first_kept(hp, l, pos_); p < pos_; ++p) out.insert(out.end(), kv_.key_row(l, p), kv_.key_row(l, p) + kv_.k_row(l));
+        for (int p = first_kept(hp, l, pos_); p < pos_; ++p) out.insert(out.end(), kv_.value_row(l, p), kv_.value_row(l, p) + kv_.v_row(l));
     }
     const auto put_floats = [&](const std::vector<float>& part) {
         const auto* p = reinterpret_cast<const uint8_t*>(part.data());
@@ -518,7 +618,7 @@ void Session::load_state(std::span<const uint8_t> state) {
     if (pos < 0 || pos > n_ctx_)
         throw Error("session state holds " + std::to_string(pos) + " positions; this session's context is " + std::to_string(n_ctx_));
     size_t need = logits ? size_t(n_vocab) * 4 : 0;
-    for (int l = 0; l < hp.n_layer; ++l) need += (kv_.k_row + kv_.v_row) * size_t(pos - first_kept(hp, l, pos));
+    for (int l = 0; l < hp.n_layer; ++l) need += (kv_.k_row(l) + kv_.v_row(l)) * size_t(pos - first_kept(hp, l, pos));
     // The recurrent part: the state, a checkpoint's position, and its state unless that is -1.
     int32_t checkpoint_pos = -1;
     if (!recurrent_.empty()) {
@@ -535,8 +635,8 @@ void Session::load_state(std::span<const uint8_t> state) {
     if (state.size() - in.at != need)
         throw Error("session state has " + std::to_string(state.size() - in.at) + " bytes of data, expected " + std::to_string(need));
     for (int l = 0; l < hp.n_layer; ++l) {
-        for (int p = first_kept(hp, l, pos); p < pos; ++p) in.read(kv_.key_row(l, p), kv_.k_row);
-        for (int p = first_kept(hp, l, pos); p < pos; ++p) in.read(kv_.value_row(l, p), kv_.v_row);
+        for (int p = first_kept(hp, l, pos); p < pos; ++p) in.read(kv_.key_row(l, p), kv_.k_row(l));
+        for (int p = first_kept(hp, l, pos); p < pos; ++p) in.read(kv_.value_row(l, p), kv_.v_row(l));
     }
     checkpoints_.clear();
     if (!recurrent_.empty()) {
@@ -596,7 +696,7 @@ int Session::truncate(int n) {
     // A full layer holds every position below the high-water mark; a ring must still hold the window
     // before pos_.
     for (int l = 0; l < model_.hp.n_layer && pos_ > 0; ++l)
-        if (const int window = model_.hp.window(l); window > 0 && !kv_.holds(l, std::max(0, pos_ - window), high_water_)) pos_ = high_water_ = 0;
+        if (const int window = model_.hp.owns_kv(l) ? model_.hp.window(l) : 0; window > 0 && !kv_.holds(l, std::max(0, pos_ - window), high_water_)) pos_ = high_water_ = 0;
     return pos_;
 }
 

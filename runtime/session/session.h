@@ -134,7 +134,13 @@ private:
     void ensure_batch(int n_tokens);
     // The blocks of one layer, on the rows of xn_ in place.
     void attention_block(int layer, int n_tokens, std::span<const KvPlace> places, bool one_sequence);
-    void ffn_block(const LayerWeights& L, int n_tokens);
+    void ffn_block(int layer, int n_tokens);
+    void dense_ffn(const LayerWeights& L, int n_ff, int n_tokens);
+    void dense_and_experts(int layer, int n_tokens);
+    // Per-layer embeddings: every layer's input for the tokens into ple_ (from x_, the scaled
+    // embeddings), then a layer's share into xn_.
+    void per_layer_inputs(std::span<const int32_t> tokens);
+    void per_layer_embedding(int layer, int n_tokens);
     // The shared expert's share of the FFN (qwen35moe) into shexp_up_: σ(gate_inp·xn) · shexp(xn).
     void shared_expert(const LayerWeights& L, int n_tokens);
 
@@ -162,6 +168,8 @@ private:
     DeltaNetScratch delta_net_;
     std::vector<float> attn_gate_;                    // the attention output gate's rows (attn_output_gate)
     std::vector<float> shexp_gate_, shexp_up_, shexp_weight_;  // the shared expert's rows
+    std::vector<float> ple_, table_row_;    // per-layer inputs [token][layer][width]; one table row on the way
+    std::vector<float> branch_, router_in_;  // gemma4's dense branch output and router input
     Weight rope_factors_;                   // rope_freqs, or the LongRoPE factors this context takes
     DecodeAttentionScratch decode_attention_;
     std::vector<float> logits_;
