@@ -148,6 +148,7 @@ ordered_json prediction_json(const Prediction& p, const ModelShape& shape, int c
               {"kv_type", p.kv_types},
               {"scratch_bytes", p.memory.scratch},
               {"recurrent_state_bytes", p.memory.recurrent_state},
+              {"mapped_table_bytes", p.memory.mapped_tables},
               {"total_bytes", p.memory.total()}}},
             {"decode",
              {{"threads", p.decode.n_threads},
@@ -200,6 +201,9 @@ int plan_one(const PlanFlags& f, const Source& source, const MachineProfile& pro
     if (p.memory.recurrent_state > 0)
         std::printf("  recurrent  %s (%d recurrent layers' state, the same at any context)\n", gb(p.memory.recurrent_state).c_str(),
                     s.shape.hp.n_recurrent());
+    if (p.memory.mapped_tables > 0)
+        std::printf("  PLE table  %s, not counted: read from the mapped file a row per token (resident with --no-mmap)\n",
+                    gb(p.memory.mapped_tables).c_str());
     std::printf("  scratch    %s (activations, logits, attention and GEMM buffers)\n", gb(p.memory.scratch).c_str());
     std::printf("  total      %s\n", gb(p.memory.total()).c_str());
     std::printf("\ndecode       %.1f tokens/s with %s (%.1f t/s at the full context)\n", p.decode.tokens_per_second,

@@ -62,6 +62,7 @@ TEST_CASE("every synth preset's F16 budget matches the closed form of its hyperp
         INFO(p.name);
         if (p.family.n_expert > 0) continue;  // mixtures of experts: the next test
         if (p.family.full_attention_interval > 0) continue;  // hybrids: their own test
+        if (p.family.swa_period > 0) continue;  // Gemma 4's per-layer shapes: their own test
         const ModelShape shape = shape_of_preset(p, *find_recipe("F16"));
         const int q = p.n_head * p.head_dim(), kv = p.n_head_kv * p.head_dim(), d = p.head_dim(), e = p.n_embd;
         // Per layer: attn and ffn norms; qwen3 adds per-head q/k norms, gemma3 those and two post-norms,
@@ -91,6 +92,31 @@ TEST_CASE("a hybrid's KV cache counts its attention layers only and its recurren
     CHECK(memory_needs(shape, 4096, 512, 2, KvType::F16).recurrent_state == recurrent_state_bytes(hp));
     // Qwen3.5-0.8B's text model, without its vision tower and MTP block: about 0.75B parameters.
     CHECK(shape.n_params() == Approx(0.752e9).epsilon(0.01));
+}
+
+TEST_CASE("Gemma 4's KV cache counts the layers that own one, at each layer's width, and its PLE table a row per token", "[budget]") {
+    const ModelShape shape = shape_of_preset(*find_preset("gemma-4-e2b"), *find_recipe("F16"));
+    const Hparams& hp = shape.hp;
+    // 15 of 35 layers own a cache: 12 sliding with 1 KV head of 256, 3 full with 1 of 512; keys and values, 2 bytes.
+    CHECK(kv_bytes_per_token(hp, KvType::F16) == 12 * 2 * 256 * 2 + 3 * 2 * 512 * 2);
+    // At 4096 positions in chunks of 512 a sliding layer keeps its window (512) and a chunk.
+    CHECK(kv_cache_bytes(hp, 4096, 512, KvType::F16) == uint64_t(12) * 1024 * 1024 + uint64_t(3) * 4096 * 2048);
+    const TensorShape& table = *shape.find("per_layer_token_embd.weight");
+    CHECK(table.rows == 262144);
+    CHECK(table.row_length == 35 * 256);
+    const MemoryNeeds needs = memory_needs(shape, 4096, 512, 2, KvType::F16);
+    CHECK(needs.mapped_tables == table.bytes);
+    CHECK(needs.weights == shape.weight_bytes() - table.bytes);
+    // A step reads one row of it, as of the token table.
+    const uint64_t without_table = decode_bytes_per_token(shape, 0, KvType::F16).weight_bytes - table.bytes / table.rows;
+    uint64_t others = 0;
+    for (const TensorShape& t : shape.tensors)
+        if (!t.row_per_token() && t.name != "token_embd.weight") others += t.bytes;
+    const TensorShape& embd = *shape.find("token_embd.weight");
+    CHECK(without_table == others + embd.bytes + embd.bytes / embd.rows);  // tied: the output reads the whole table
+    // Gemma 4 E2B: 2.3B "effective" parameters, the PLE table aside (Google's model card; its 5.1B
+    // with embeddings count the vision and audio encoders too, which a text GGUF does not carry).
+    CHECK(shape.n_params() - table.rows * table.row_length == Approx(2.3e9).epsilon(0.02));
 }
 
 TEST_CASE("known models' KV cache per token: TinyLlama 22 KiB, Llama 2 7B 512 KiB, Llama 3.1 8B 128 KiB", "[budget]") {

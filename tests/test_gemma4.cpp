@@ -15,6 +15,8 @@
 #include "numeric.h"
 #include "quant/fp16.h"
 #include "runtime/format/gguf_writer.h"
+#include "runtime/make/quant_mix.h"
+#include "runtime/make/synth.h"
 #include "runtime/session/session.h"
 #include "shared_data.h"
 
@@ -197,5 +199,34 @@ TEST_CASE("gemma4's saved state continues in another session exactly as without 
         const auto expected = copy(a.eval(std::span(&next, 1)));
         INFO(name);
         CHECK(bits_differing(b.eval(std::span(&next, 1)), expected) == 0);
+    }
+}
+
+// The planner's hyperparameters for a preset must be what the loader reads from the file synth writes.
+TEST_CASE("a Gemma 4 preset's hyperparameters are what the loader reads from its synthesized file", "[gemma4][synth]") {
+    for (const char* name : {"tiny-gemma4", "tiny-gemma4-moe"}) {
+        INFO(name);
+        const std::string path = (std::filesystem::temp_directory_path() / (std::string("rill-") + name + ".gguf")).string();
+        SynthOptions o{.preset = *find_preset(name), .recipe = *find_recipe("F32"), .n_threads = 1};
+        synthesize_model(path, o);
+        const auto model = load_model(path);
+        const Hparams expected = preset_hparams(o.preset), &hp = model->hp;
+        CHECK(hp.layer_sliding == expected.layer_sliding);
+        CHECK(hp.layer_head_dim == expected.layer_head_dim);
+        CHECK(hp.layer_n_head_kv == expected.layer_n_head_kv);
+        CHECK(hp.layer_n_ff == expected.layer_n_ff);
+        CHECK(hp.layer_kv_source == expected.layer_kv_source);
+        CHECK(hp.n_rot_swa == expected.n_rot_swa);
+        CHECK(hp.n_embd_per_layer == expected.n_embd_per_layer);
+        CHECK(hp.head_dim == expected.head_dim);
+        CHECK(hp.n_head_kv == expected.n_head_kv);
+        CHECK(hp.n_ff == expected.n_ff);
+        CHECK(hp.kq_scale() == expected.kq_scale());
+        CHECK(hp.final_logit_softcap == expected.final_logit_softcap);
+        Session session(*model, options());
+        const std::vector<int32_t> prompt = {1, 300, 301, 302, 303, 304, 305, 306, 307, 308, 309, 310};
+        const auto logits = session.eval(prompt);
+        CHECK(std::all_of(logits.begin(), logits.end(), [](float x) { return std::isfinite(x); }));
+        std::filesystem::remove(path);
     }
 }

@@ -100,6 +100,13 @@ void GgufWriter::set_i32s(const std::string& key, const std::vector<int32_t>& v)
     put(v.data(), v.size() * sizeof(int32_t));
 }
 
+void GgufWriter::set_bools(const std::string& key, const std::vector<bool>& v) {
+    begin_kv(key, GgufType::ARRAY);
+    put_scalar<uint32_t>(uint32_t(GgufType::BOOL));
+    put_scalar<uint64_t>(v.size());
+    for (const bool b : v) put_scalar<uint8_t>(b ? 1 : 0);
+}
+
 void GgufWriter::encode_value(const GgufValue& v) {
     switch (v.type) {
         case GgufType::U8: put_scalar<uint8_t>(uint8_t(v.u)); break;

@@ -29,6 +29,7 @@ public:
     void set_strings(const std::string& key, const std::vector<std::string>& v);
     void set_f32s(const std::string& key, const std::vector<float>& v);
     void set_i32s(const std::string& key, const std::vector<int32_t>& v);
+    void set_bools(const std::string& key, const std::vector<bool>& v);
     void set_value(const std::string& key, const GgufValue& v);  // a value read from another file, any type
 
     // Declares a tensor; ne in ggml order (ne[0] is the row length). Returns its data size in bytes.

@@ -1,5 +1,6 @@
 #include "runtime/make/synth.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "runtime/base/error.h"
@@ -62,10 +63,33 @@ const std::vector<SynthPreset> kPresets = {
     {"qwen3.5-35b-a3b", "qwen35moe", 248320, 2048, 40, 0, 16, 2, 262144, 1e7f, 1e-6f, false, false, 0, "Qwen/Qwen3.5-35B-A3B",
      {.head_dim = 256, .n_rot = 64, .n_expert = 256, .n_expert_used = 8, .n_ff_exp = 512, .n_ff_shexp = 512, .ssm_conv_kernel = 4,
       .ssm_state = 128, .ssm_k_heads = 16, .ssm_v_heads = 32, .full_attention_interval = 4}},
+    // Gemma 4 (config.json's text_config, as llama.cpp's Gemma4Model converter writes it): sliding
+    // layers with heads of 256, full ones (every 5th or 6th, and the last) with heads of 512 rotating
+    // a quarter of their pairs; E2B/E4B with per-layer embeddings of 256 and their last 20/18 layers
+    // reading earlier caches (E2B's with a doubled FFN); 26B-A4B and 31B with fewer KV heads on the full
+    // layers and no attn_v there, 26B-A4B with 128 experts beside its dense FFN.
+    {"gemma-4-e2b", "gemma4", 262144, 1536, 35, 6144, 8, 1, 131072, 1e6f, 1e-6f, true, false, 0, "google/gemma-4-E2B-it",
+     {.head_dim = 512, .n_swa = 512, .rope_base_swa = 1e4f, .swa_period = 5, .head_dim_swa = 256, .n_kv_shared = 20,
+      .n_embd_per_layer = 256, .double_wide_shared = true, .rope_partial = 0.25f}},
+    {"gemma-4-e4b", "gemma4", 262144, 2560, 42, 10240, 8, 2, 131072, 1e6f, 1e-6f, true, false, 0, "google/gemma-4-E4B-it",
+     {.head_dim = 512, .n_swa = 512, .rope_base_swa = 1e4f, .swa_period = 6, .head_dim_swa = 256, .n_kv_shared = 18,
+      .n_embd_per_layer = 256, .rope_partial = 0.25f}},
+    {"gemma-4-26b-a4b", "gemma4", 262144, 2816, 30, 2112, 16, 8, 262144, 1e6f, 1e-6f, true, false, 0, "google/gemma-4-26B-A4B-it",
+     {.head_dim = 512, .n_swa = 1024, .rope_base_swa = 1e4f, .n_expert = 128, .n_expert_used = 8, .n_ff_exp = 704, .swa_period = 6,
+      .head_dim_swa = 256, .n_head_kv_full = 2, .v_from_k_full = true, .rope_partial = 0.25f}},
+    {"gemma-4-31b", "gemma4", 262144, 5376, 60, 21504, 32, 16, 262144, 1e6f, 1e-6f, true, false, 0, "google/gemma-4-31B-it",
+     {.head_dim = 512, .n_swa = 1024, .rope_base_swa = 1e4f, .swa_period = 6, .head_dim_swa = 256, .n_head_kv_full = 4,
+      .v_from_k_full = true, .rope_partial = 0.25f}},
     // Not a real model: small enough for tests, shaped like the others.
     {"tiny", "llama", 512, 256, 2, 768, 4, 2, 512, 10000.0f, 1e-5f, false, false, 0, "rill's test preset"},
     {"tiny-moe", "qwen3moe", 512, 256, 2, 256, 4, 2, 512, 1e6f, 1e-6f, false, false, 0, "rill's test preset",
      {.head_dim = 64, .n_expert = 8, .n_expert_used = 2, .n_ff_exp = 64}},
+    {"tiny-gemma4", "gemma4", 512, 256, 6, 48, 4, 2, 512, 1e6f, 1e-6f, true, false, 0, "rill's test preset",
+     {.head_dim = 64, .n_swa = 8, .rope_base_swa = 1e4f, .swa_period = 3, .head_dim_swa = 32, .n_head_kv_full = 1, .n_kv_shared = 3,
+      .n_embd_per_layer = 32, .double_wide_shared = true, .rope_partial = 0.25f}},
+    {"tiny-gemma4-moe", "gemma4", 512, 256, 6, 32, 4, 2, 512, 1e6f, 1e-6f, true, false, 0, "rill's test preset",
+     {.head_dim = 48, .n_swa = 8, .rope_base_swa = 1e4f, .n_expert = 8, .n_expert_used = 2, .n_ff_exp = 16, .swa_period = 3,
+      .head_dim_swa = 24, .n_head_kv_full = 1, .v_from_k_full = true, .rope_partial = 0.25f}},
     {"tiny-hybrid", "qwen35moe", 512, 256, 4, 0, 4, 2, 512, 1e7f, 1e-6f, false, false, 0, "rill's test preset",
      {.head_dim = 64, .n_rot = 16, .n_expert = 8, .n_expert_used = 2, .n_ff_exp = 64, .n_ff_shexp = 64, .ssm_conv_kernel = 4,
       .ssm_state = 32, .ssm_k_heads = 2, .ssm_v_heads = 4, .full_attention_interval = 4}},
@@ -190,6 +214,27 @@ void write_family_metadata(GgufWriter& out, const SynthPreset& p) {
         // The converter's text sections: every rotated pair takes the token's position.
         out.set_i32s(a + "rope.dimension_sections", {11, 11, 10, 0});
     }
+    if (f.swa_period > 0) {  // Gemma 4
+        std::vector<bool> pattern;
+        std::vector<int32_t> kv_heads, ff;
+        for (int l = 0; l < p.n_layer; ++l) {
+            pattern.push_back(p.sliding(l));
+            kv_heads.push_back(p.n_head_kv_of(l));
+            ff.push_back(p.n_ff_of(l));
+        }
+        out.set_bools(a + "attention.sliding_window_pattern", pattern);
+        // Arrays only where the layers differ, as the converter writes them.
+        if (f.n_head_kv_full > 0) out.set_i32s(a + "attention.head_count_kv", kv_heads);
+        else out.set_u32(a + "attention.head_count_kv", uint32_t(p.n_head_kv));
+        if (f.double_wide_shared) out.set_i32s(a + "feed_forward_length", ff);
+        else out.set_u32(a + "feed_forward_length", uint32_t(p.n_ff));
+        out.set_u32(a + "attention.key_length_swa", uint32_t(f.head_dim_swa));
+        out.set_u32(a + "attention.value_length_swa", uint32_t(f.head_dim_swa));
+        out.set_u32(a + "rope.dimension_count_swa", uint32_t(f.head_dim_swa));
+        out.set_u32(a + "attention.shared_kv_layers", uint32_t(f.n_kv_shared));
+        out.set_u32(a + "embedding_length_per_layer_input", uint32_t(f.n_embd_per_layer));
+        out.set_f32(a + "final_logit_softcapping", 30.0f);
+    }
     if (f.logit_scale > 0) {
         out.set_f32(a + "logit_scale", f.logit_scale);
         out.set_f32(a + "embedding_scale", f.embedding_scale);
@@ -208,7 +253,19 @@ std::vector<float> longrope_factors(const SynthPreset& p, bool long_factors) {
     return factors;
 }
 
-bool is_norm(const std::string& name) { return name.find("norm.weight") != std::string::npos; }
+// Norm gains and Gemma 4's scales (the layer output's, the router input's, each expert's): near 1.
+bool is_norm(const std::string& name) {
+    return name.find("norm.weight") != std::string::npos || name.ends_with(".scale") || name.ends_with("layer_output_scale.weight");
+}
+
+// Gemma 4's proportional RoPE as the converter writes it: the first rope_partial of the full layers'
+// pairs turn (divisor 1), the rest stand still (divisor 1e30).
+std::vector<float> proportional_rope_factors(const SynthPreset& p) {
+    const int half = p.n_rot() / 2, turning = int(std::lround(double(p.family.rope_partial) * half));
+    std::vector<float> factors(size_t(half), 1e30f);
+    std::fill_n(factors.begin(), turning, 1.0f);
+    return factors;
+}
 bool is_bias(const std::string& name) { return name.find(".bias") != std::string::npos; }
 
 }  // namespace
@@ -221,13 +278,68 @@ std::optional<SynthPreset> find_preset(const std::string& name) {
     return std::nullopt;
 }
 
+Hparams preset_hparams(const SynthPreset& p) {
+    Hparams hp;
+    hp.arch = p.arch;
+    hp.family = find_architecture(p.arch);
+    hp.n_vocab = p.n_vocab;
+    hp.n_embd = p.n_embd;
+    hp.n_layer = p.n_layer;
+    hp.n_ff = p.n_ff;
+    hp.n_head = p.n_head;
+    hp.n_head_kv = p.n_head_kv;
+    hp.head_dim = p.head_dim();
+    hp.n_rot = p.n_rot();
+    hp.n_ctx_train = p.n_ctx;
+    hp.rms_eps = p.rms_eps;
+    hp.rope.freq_base = p.rope_base;
+    hp.rope_style = hp.family->rope_style;
+    hp.n_swa = p.family.n_swa;
+    hp.n_expert = p.family.n_expert;
+    hp.n_expert_used = p.family.n_expert_used;
+    hp.n_ff_exp = p.family.n_ff_exp;
+    hp.n_ff_shexp = p.family.n_ff_shexp;
+    set_layer_pattern(hp, hp.family->default_swa_pattern);
+    if (const int every = p.family.full_attention_interval; every > 0) {
+        hp.ssm = {.conv_kernel = p.family.ssm_conv_kernel, .state_size = p.family.ssm_state, .n_k_heads = p.family.ssm_k_heads,
+                  .n_v_heads = p.family.ssm_v_heads};
+        set_recurrent_pattern(hp, every);
+    }
+    if (p.family.swa_period > 0) {  // Gemma 4's per-layer shapes, as read_hparams reads them from the file
+        hp.attention_scale = hp.family->fixed_kq_scale;
+        hp.final_logit_softcap = 30.0f;
+        hp.n_embd_per_layer = p.family.n_embd_per_layer;
+        hp.n_rot_swa = p.family.head_dim_swa;
+        for (int l = 0; l < p.n_layer; ++l) {
+            hp.layer_sliding[size_t(l)] = p.sliding(l);
+            hp.layer_head_dim.push_back(p.head_dim_of(l));
+            hp.layer_n_head_kv.push_back(p.n_head_kv_of(l));
+            hp.layer_n_ff.push_back(p.n_ff_of(l));
+            const int from = p.n_layer - p.family.n_kv_shared;
+            hp.layer_kv_source.push_back(p.owns_kv(l) ? l : from - (p.sliding(l) ? 2 : 1));
+        }
+        hp.n_ff = *std::max_element(hp.layer_n_ff.begin(), hp.layer_n_ff.end());
+        hp.n_head_kv = *std::max_element(hp.layer_n_head_kv.begin(), hp.layer_n_head_kv.end());
+        // As the loader keeps them: a list only where the layers differ.
+        if (!p.family.double_wide_shared) hp.layer_n_ff.clear();
+        if (p.family.n_head_kv_full == 0) hp.layer_n_head_kv.clear();
+        if (p.family.n_kv_shared == 0) hp.layer_kv_source.clear();
+    }
+    return hp;
+}
+
 std::vector<SynthTensor> synth_tensors(const SynthPreset& p) {
     const Architecture& a = *find_architecture(p.arch);
-    const uint64_t e = uint64_t(p.n_embd), v = uint64_t(p.n_vocab), f = uint64_t(p.n_ff), d = uint64_t(p.head_dim());
-    const uint64_t q = uint64_t(p.n_head) * d, kv = uint64_t(p.n_head_kv) * d;
+    const uint64_t e = uint64_t(p.n_embd), v = uint64_t(p.n_vocab);
     std::vector<SynthTensor> t = {{"token_embd.weight", {e, v}}, {"output_norm.weight", {e}}};
     if (!p.tied_output) t.push_back({"output.weight", {e, v}});
-    if (p.llama3_factor > 0) t.push_back({"rope_freqs.weight", {uint64_t(p.n_rot() / 2)}});
+    if (p.llama3_factor > 0 || p.family.rope_partial > 0) t.push_back({"rope_freqs.weight", {uint64_t(p.n_rot() / 2)}});
+    const uint64_t ple = uint64_t(p.family.n_embd_per_layer);
+    if (ple > 0) {
+        t.push_back({"per_layer_token_embd.weight", {ple * uint64_t(p.n_layer), v}});
+        t.push_back({"per_layer_model_proj.weight", {e, ple * uint64_t(p.n_layer)}});
+        t.push_back({"per_layer_proj_norm.weight", {ple}});
+    }
     if (p.family.longrope_orig_ctx > 0) {
         t.push_back({"rope_factors_long.weight", {uint64_t(p.n_rot() / 2)}});
         t.push_back({"rope_factors_short.weight", {uint64_t(p.n_rot() / 2)}});
@@ -235,6 +347,9 @@ std::vector<SynthTensor> synth_tensors(const SynthPreset& p) {
     const bool per_head = a.qk_norm == QkNorm::PerHead;
     for (int l = 0; l < p.n_layer; ++l) {
         const std::string b = "blk." + std::to_string(l) + ".";
+        const uint64_t f = uint64_t(p.n_ff_of(l)), d = uint64_t(p.head_dim_of(l));
+        const uint64_t q = uint64_t(p.n_head) * d, kv = uint64_t(p.n_head_kv_of(l)) * d;
+        const bool own_kv = p.owns_kv(l);
         if (a.pre_norms) t.push_back({b + "attn_norm.weight", {e}});
         if (recurrent_layer(p, l)) {
             const SynthFamilyShape& s = p.family;
@@ -258,20 +373,45 @@ std::vector<SynthTensor> synth_tensors(const SynthPreset& p) {
         } else {
             t.push_back({b + "attn_q.weight", {e, q}});
             if (p.qkv_bias) t.push_back({b + "attn_q.bias", {q}});
-            t.push_back({b + "attn_k.weight", {e, kv}});
+            // Gemma 4's KV-shared layers as QAT exports have them (no K, V); its full layers without V.
+            if (own_kv) t.push_back({b + "attn_k.weight", {e, kv}});
             if (p.qkv_bias) t.push_back({b + "attn_k.bias", {kv}});
-            t.push_back({b + "attn_v.weight", {e, kv}});
+            if (own_kv && !(p.family.v_from_k_full && !p.sliding(l))) t.push_back({b + "attn_v.weight", {e, kv}});
             if (p.qkv_bias) t.push_back({b + "attn_v.bias", {kv}});
         }
         if (a.qk_norm != QkNorm::None && !recurrent_layer(p, l)) {
             t.push_back({b + "attn_q_norm.weight", {per_head ? d : q}});
-            t.push_back({b + "attn_k_norm.weight", {per_head ? d : kv}});
+            if (own_kv) t.push_back({b + "attn_k_norm.weight", {per_head ? d : kv}});
         }
         if (!recurrent_layer(p, l)) t.push_back({b + "attn_output.weight", {q, e}});
         if (a.attn_out_bias) t.push_back({b + "attn_output.bias", {e}});
         if (a.sinks) t.push_back({b + "attn_sinks.weight", {uint64_t(p.n_head)}});
         if (a.post_norms) t.push_back({b + "post_attention_norm.weight", {e}});
+        if (a.layer_output_scale) t.push_back({b + "layer_output_scale.weight", {1}});
         if (a.pre_norms) t.push_back({b + std::string(a.ffn_norm) + ".weight", {e}});
+        if (a.dense_beside_experts) {  // Gemma 4: the dense FFN, its experts beside it, PLE
+            t.push_back({b + "ffn_gate.weight", {e, f}});
+            t.push_back({b + "ffn_up.weight", {e, f}});
+            t.push_back({b + "ffn_down.weight", {f, e}});
+            t.push_back({b + "post_ffw_norm.weight", {e}});
+            if (p.family.n_expert > 0) {
+                const uint64_t n = uint64_t(p.family.n_expert), fe = uint64_t(p.family.n_ff_exp);
+                t.push_back({b + "ffn_gate_inp.weight", {e, n}});
+                t.push_back({b + "ffn_gate_inp.scale", {e}});
+                t.push_back({b + "pre_ffw_norm_2.weight", {e}});
+                t.push_back({b + "post_ffw_norm_1.weight", {e}});
+                t.push_back({b + "post_ffw_norm_2.weight", {e}});
+                t.push_back({b + "ffn_gate_up_exps.weight", {e, 2 * fe, n}});
+                t.push_back({b + "ffn_down_exps.weight", {fe, e, n}});
+                t.push_back({b + "ffn_down_exps.scale", {n}});
+            }
+            if (ple > 0) {
+                t.push_back({b + "inp_gate.weight", {e, ple}});
+                t.push_back({b + "proj.weight", {ple, e}});
+                t.push_back({b + "post_norm.weight", {e}});
+            }
+            continue;
+        }
         if (a.moe) {
             const uint64_t n = uint64_t(p.family.n_expert), fe = uint64_t(p.family.n_ff_exp);
             t.push_back({b + "ffn_gate_inp.weight", {e, n}});
@@ -341,9 +481,10 @@ QuantizeSummary synthesize_model(const std::string& output_path, const SynthOpti
     out.set_u32(a + "context_length", uint32_t(p.n_ctx));
     out.set_u32(a + "embedding_length", uint32_t(p.n_embd));
     out.set_u32(a + "block_count", uint32_t(p.n_layer));
-    if (p.n_ff > 0) out.set_u32(a + "feed_forward_length", uint32_t(p.n_ff));  // Qwen3.5-MoE's config has none
+    // Qwen3.5-MoE's config has no dense width; Gemma 4's per-layer lists are write_family_metadata's.
+    if (p.n_ff > 0 && p.family.swa_period == 0) out.set_u32(a + "feed_forward_length", uint32_t(p.n_ff));
     out.set_u32(a + "attention.head_count", uint32_t(p.n_head));
-    out.set_u32(a + "attention.head_count_kv", uint32_t(p.n_head_kv));
+    if (p.family.swa_period == 0) out.set_u32(a + "attention.head_count_kv", uint32_t(p.n_head_kv));
     if (p.family.head_dim > 0) {
         out.set_u32(a + "attention.key_length", uint32_t(p.head_dim()));
         out.set_u32(a + "attention.value_length", uint32_t(p.head_dim()));
@@ -372,7 +513,9 @@ QuantizeSummary synthesize_model(const std::string& output_path, const SynthOpti
     out.begin_data();
 
     QuantizeSummary summary;
-    const std::vector<float> rope_factors = p.llama3_factor > 0 ? llama3_rope_factors(p) : std::vector<float>();
+    const std::vector<float> rope_factors = p.llama3_factor > 0         ? llama3_rope_factors(p)
+                                            : p.family.rope_partial > 0 ? proportional_rope_factors(p)
+                                                                        : std::vector<float>();
     for (size_t k = 0; k < tensors.size(); ++k) {
         const SynthTensor& t = tensors[k];
         const size_t n = size_t(t.ne[0]);

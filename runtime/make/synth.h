@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/make/quantize_model.h"
+#include "runtime/model/architecture.h"
 
 namespace rill {
 
@@ -28,6 +29,14 @@ struct SynthFamilyShape {
     // Gated DeltaNet layers (qwen35): conv taps, head size, key and value heads; every
     // full_attention_interval-th layer is attention.
     int ssm_conv_kernel = 0, ssm_state = 0, ssm_k_heads = 0, ssm_v_heads = 0, full_attention_interval = 0;
+    // Gemma 4: one full layer ending every swa_period layers, the others sliding with heads of
+    // head_dim_swa (the full ones: head_dim) and n_head_kv KV heads (the full ones: n_head_kv_full if
+    // set); the last n_kv_shared layers read earlier layers' cache, with a doubled FFN where
+    // double_wide_shared; PLE of n_embd_per_layer per layer; full layers without attn_v where
+    // v_from_k_full; full layers rotating rope_partial of their pairs (proportional RoPE).
+    int swa_period = 0, head_dim_swa = 0, n_head_kv_full = 0, n_kv_shared = 0, n_embd_per_layer = 0;
+    bool double_wide_shared = false, v_from_k_full = false;
+    float rope_partial = 0;
 };
 
 struct SynthPreset {
@@ -43,7 +52,16 @@ struct SynthPreset {
 
     int head_dim() const { return family.head_dim > 0 ? family.head_dim : n_embd / n_head; }
     int n_rot() const { return family.n_rot > 0 ? family.n_rot : head_dim(); }
+    // Per layer (they differ in Gemma 4 only).
+    bool sliding(int layer) const { return family.swa_period > 0 && (layer + 1) % family.swa_period != 0; }
+    int head_dim_of(int layer) const { return sliding(layer) && family.head_dim_swa > 0 ? family.head_dim_swa : head_dim(); }
+    int n_head_kv_of(int layer) const { return !sliding(layer) && family.n_head_kv_full > 0 ? family.n_head_kv_full : n_head_kv; }
+    bool owns_kv(int layer) const { return layer < n_layer - family.n_kv_shared; }
+    int n_ff_of(int layer) const { return family.double_wide_shared && !owns_kv(layer) ? 2 * n_ff : n_ff; }
 };
+
+// The hyperparameters a file of the preset has (what read_hparams gives it), without writing one.
+Hparams preset_hparams(const SynthPreset& preset);
 
 const std::vector<SynthPreset>& synth_presets();
 std::optional<SynthPreset> find_preset(const std::string& name);

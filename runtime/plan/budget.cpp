@@ -64,32 +64,7 @@ ModelShape shape_of(const Model& model) {
 
 ModelShape shape_of_preset(const SynthPreset& p, const QuantRecipe& recipe) {
     ModelShape shape;
-    Hparams& hp = shape.hp;
-    hp.arch = p.arch;
-    hp.n_vocab = p.n_vocab;
-    hp.n_embd = p.n_embd;
-    hp.n_layer = p.n_layer;
-    hp.n_ff = p.n_ff;
-    hp.n_head = p.n_head;
-    hp.n_head_kv = p.n_head_kv;
-    hp.head_dim = p.head_dim();
-    hp.n_rot = p.n_rot();
-    hp.n_ctx_train = p.n_ctx;
-    hp.rms_eps = p.rms_eps;
-    hp.family = find_architecture(p.arch);
-    hp.rope.freq_base = p.rope_base;
-    hp.rope_style = hp.family->rope_style;
-    hp.n_swa = p.family.n_swa;
-    hp.n_expert = p.family.n_expert;
-    hp.n_expert_used = p.family.n_expert_used;
-    hp.n_ff_exp = p.family.n_ff_exp;
-    hp.n_ff_shexp = p.family.n_ff_shexp;
-    set_layer_pattern(hp, hp.family->default_swa_pattern);
-    if (const int every = p.family.full_attention_interval; every > 0) {
-        hp.ssm = {.conv_kernel = p.family.ssm_conv_kernel, .state_size = p.family.ssm_state, .n_k_heads = p.family.ssm_k_heads,
-                  .n_v_heads = p.family.ssm_v_heads};
-        set_recurrent_pattern(hp, every);
-    }
+    shape.hp = preset_hparams(p);
 
     const std::vector<SynthTensor> tensors = synth_tensors(p);
     std::vector<std::string> names;
@@ -105,20 +80,26 @@ ModelShape shape_of_preset(const SynthPreset& p, const QuantRecipe& recipe) {
     return shape;
 }
 
-// Keys and values of one position of one layer.
-static uint64_t kv_bytes_per_slot(const Hparams& hp, KvTypes kv_types) {
-    return uint64_t(kv_row_bytes(kv_types.k, hp.kv_dim())) + uint64_t(kv_row_bytes(kv_types.v, hp.kv_dim()));
+// Keys and values of one position of one layer (of the layer whose cache it reads).
+static uint64_t kv_bytes_per_slot(const Hparams& hp, int layer, KvTypes kv_types) {
+    const int width = hp.kv_dim_of(layer);
+    return uint64_t(kv_row_bytes(kv_types.k, width)) + uint64_t(kv_row_bytes(kv_types.v, width));
 }
 
-// A recurrent layer keeps no keys and values: its state is the same size at every position.
+// A recurrent layer keeps no keys and values (its state is the same size at every position), nor
+// does a layer reading another's cache.
 uint64_t kv_bytes_per_token(const Hparams& hp, KvTypes kv_types) {
-    return uint64_t(hp.n_layer - hp.n_recurrent()) * kv_bytes_per_slot(hp, kv_types);
+    uint64_t bytes = 0;
+    for (int l = 0; l < hp.n_layer; ++l)
+        if (hp.owns_kv(l)) bytes += kv_bytes_per_slot(hp, l, kv_types);
+    return bytes;
 }
 
 uint64_t kv_cache_bytes(const Hparams& hp, int n_ctx, int n_batch, KvTypes kv_types) {
-    uint64_t slots = 0;
-    for (int l = 0; l < hp.n_layer; ++l) slots += uint64_t(kv_layer_slots(hp, l, std::max(0, n_ctx), n_batch));
-    return slots * kv_bytes_per_slot(hp, kv_types);
+    uint64_t bytes = 0;
+    for (int l = 0; l < hp.n_layer; ++l)
+        bytes += uint64_t(kv_layer_slots(hp, l, std::max(0, n_ctx), n_batch)) * kv_bytes_per_slot(hp, l, kv_types);
+    return bytes;
 }
 
 DecodeBudget decode_bytes_per_token(const ModelShape& shape, int position, KvTypes kv_types) {
@@ -127,15 +108,16 @@ DecodeBudget decode_bytes_per_token(const ModelShape& shape, int position, KvTyp
         // A step looks up one embedding row, but multiplies by the whole output matrix; when the two
         // are tied the table is read once in full (as the output) plus the looked-up row.
         if (t.name == "token_embd.weight") budget.weight_bytes += t.bytes / t.rows + (shape.tied_output ? t.bytes : 0);
+        else if (t.row_per_token()) budget.weight_bytes += t.bytes / t.rows;
         else budget.weight_bytes += uint64_t(double(t.bytes) * active_share(t, shape.hp) + 0.5);  // rope_freqs included
     }
-    // Each layer reads the keys and values of every earlier position, a sliding one its window's.
+    // Each layer reads the keys and values of every earlier position, a sliding one its window's (a
+    // layer reading another's cache reads it again).
     const Hparams& hp = shape.hp;
-    const uint64_t per_position = kv_bytes_per_slot(hp, kv_types);
     for (int l = 0; l < hp.n_layer; ++l) {
         if (hp.recurrent(l)) continue;
         const int seen = hp.window(l) > 0 ? std::min(std::max(0, position), hp.window(l)) : std::max(0, position);
-        budget.kv_bytes += per_position * uint64_t(seen);
+        budget.kv_bytes += kv_bytes_per_slot(hp, l, kv_types) * uint64_t(seen);
     }
     // A recurrent layer reads its state and writes it back every step.
     budget.state_bytes = 2 * recurrent_state_bytes(hp);
@@ -146,17 +128,17 @@ double prompt_flops(const ModelShape& shape, int n_tokens) {
     const Hparams& hp = shape.hp;
     double per_token = 0;
     for (const TensorShape& t : shape.tensors)
-        if (t.is_matrix() && t.name.rfind("blk.", 0) == 0 && t.name.find(".bias") == std::string::npos)
+        if (t.is_matrix() && (t.name.rfind("blk.", 0) == 0 || t.name == "per_layer_model_proj.weight") && t.name.find(".bias") == std::string::npos)
             per_token += 2.0 * double(t.row_length) * double(t.rows) * active_share(t, hp);
     // Token t attends to t + 1 positions (a sliding layer: at most its window): scores q·k and the
-    // weighted sum of values, per head.
-    double attended = 0;
+    // weighted sum of values, per head of the layer's size.
+    double attention = 0;
     for (int l = 0; l < hp.n_layer; ++l) {
         if (hp.recurrent(l)) continue;
         const double n = n_tokens, w = hp.window(l);
-        attended += w <= 0 || w >= n ? n * (n + 1) / 2 : w * (w + 1) / 2 + (n - w) * w;
+        const double attended = w <= 0 || w >= n ? n * (n + 1) / 2 : w * (w + 1) / 2 + (n - w) * w;
+        attention += 4.0 * double(hp.head_dim_of(l)) * double(hp.n_head) * attended;
     }
-    const double attention = 4.0 * double(hp.head_dim) * double(hp.n_head) * attended;
     const double output = 2.0 * double(hp.n_vocab) * double(hp.n_embd);
     // A Gated DeltaNet layer's rule per token and value head: decay, read, update and read again of
     // its state_size² matrix, four multiply-adds an entry.
@@ -170,6 +152,11 @@ MemoryNeeds memory_needs(const ModelShape& shape, int n_ctx, int n_batch, int n_
     const Hparams& hp = shape.hp;
     MemoryNeeds needs;
     needs.weights = shape.weight_bytes();
+    for (const TensorShape& t : shape.tensors)
+        if (t.row_per_token()) {
+            needs.weights -= t.bytes;
+            needs.mapped_tables += t.bytes;
+        }
     needs.kv_cache = kv_cache_bytes(hp, n_ctx, n_batch, kv_types);
     needs.recurrent_state = recurrent_state_bytes(hp);
     // What Session, matmul and batch attention allocate at most (see their resize calls).

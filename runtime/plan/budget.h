@@ -20,6 +20,9 @@ struct TensorShape {
     uint64_t rows = 0;        // product of the other dimensions; 1 for a vector
     uint64_t bytes = 0;
     bool is_matrix() const { return rows > 1; }
+    // A table a step reads one row of, per token, from the mapped file (gemma4's per-layer
+    // embeddings): counted as a row per token, not as a resident weight.
+    bool row_per_token() const { return name == "per_layer_token_embd.weight"; }
 };
 
 struct ModelShape {
@@ -72,6 +75,9 @@ struct MemoryNeeds {
     uint64_t kv_cache = 0;
     uint64_t scratch = 0;  // activations, logits, attention and GEMM buffers of one session
     uint64_t recurrent_state = 0;  // recurrent layers' state of one sequence (a hybrid's, beside its KV cache)
+    // Tables read a row per token from the mapped file (not counted in weights or total: the pages a
+    // prompt touches come and go; resident in full only with --no-mmap).
+    uint64_t mapped_tables = 0;
     uint64_t total() const { return weights + kv_cache + scratch + recurrent_state; }
 };
 

@@ -16,7 +16,7 @@ constexpr int kDecodeCallsPerLayer = 4;
 // Decode multiplies one token by every matrix; the token's embedding row and the vectors (norms,
 // biases, rope factors) are plain reads.
 bool is_decode_matrix(const TensorShape& t, bool tied) {
-    return t.is_matrix() && (t.name != "token_embd.weight" || tied);
+    return t.is_matrix() && !t.row_per_token() && (t.name != "token_embd.weight" || tied);
 }
 
 // A profile from an older rill may lack a type: fall back to plain streaming, or half the peak. No
@@ -72,9 +72,14 @@ DecodeEstimate predict_decode(const ModelShape& shape, const MachineProfile& pro
     // a softmax term and a weighted add per query head: whichever is slower sets its time.
     const Hparams& hp = shape.hp;
     const double kv_read = double(budget.kv_bytes) / bandwidth;
-    const int attention_layers = hp.n_layer - hp.n_recurrent();  // a recurrent layer's state is in budget.state_bytes
-    const double kv_compute = double(attention_layers) * hp.n_head * double(position + 1) *
-                              profile.decode_attention_seconds_per_head_position(hp.head_dim, n_threads);
+    // Per attention layer: its positions (a sliding one's window at most) at its head size; a
+    // recurrent layer's state is in budget.state_bytes.
+    double kv_compute = 0;
+    for (int l = 0; l < hp.n_layer; ++l) {
+        if (hp.recurrent(l)) continue;
+        const int seen = hp.window(l) > 0 ? std::min(position + 1, hp.window(l)) : position + 1;
+        kv_compute += double(hp.n_head) * double(seen) * profile.decode_attention_seconds_per_head_position(hp.head_dim_of(l), n_threads);
+    }
     e.attention_seconds = std::max(kv_read, kv_compute);
     seconds += double(budget.weight_bytes - matrix_bytes + budget.state_bytes) / bandwidth + e.attention_seconds;
     // Each layer's products (Q, K and V together; the output projection; gate and up together; down)
@@ -114,9 +119,14 @@ PrefillEstimate predict_prefill(const ModelShape& shape, const MachineProfile& p
         // batch attention (GEMMs, softmax and the cache's conversion to float together).
         const Hparams& hp = shape.hp;
         const double attended = double(m) * (double(first) + double(m + 1) / 2);
-        const double measured = profile.prompt_attention_gflops_at(hp.head_dim, n_threads) * 1e9;
-        const double rate = measured > 0 ? measured : gemm_rate(profile, TensorType::F32, n_threads, hp.head_dim);
-        seconds += 4.0 * hp.head_dim * hp.n_head * (hp.n_layer - hp.n_recurrent()) * attended / rate;
+        for (int l = 0; l < hp.n_layer; ++l) {
+            if (hp.recurrent(l)) continue;
+            const int d = hp.head_dim_of(l);
+            const double measured = profile.prompt_attention_gflops_at(d, n_threads) * 1e9;
+            const double rate = measured > 0 ? measured : gemm_rate(profile, TensorType::F32, n_threads, d);
+            const double w = hp.window(l);  // a sliding layer's queries see at most its window
+            seconds += 4.0 * d * hp.n_head * (w > 0 ? std::min(attended, double(m) * w) : attended) / rate;
+        }
         // A recurrent layer's rule is vector work over its state, token after token: per value head
         // two passes over state_size rows, each a load, a multiply-add and a store of state_size
         // floats, priced as two positions of decode attention per row (a dot product and a weighted
