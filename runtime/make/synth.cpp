@@ -474,6 +474,7 @@ QuantizeSummary synthesize_model(const std::string& output_path, const SynthOpti
     const SynthPreset& p = o.preset;
     const int threads = o.n_threads > 0 ? o.n_threads : default_thread_count();
     const std::string a = p.arch + ".";
+    const Architecture& family = *find_architecture(p.arch);
     GgufWriter out(output_path);
     out.set_string("general.architecture", p.arch);
     out.set_string("general.name", "rill synth " + p.name + " (random weights)");
@@ -529,8 +530,16 @@ QuantizeSummary synthesize_model(const std::string& output_path, const SynthOpti
         // 1/sqrt(row length), so logits stay of order one even when the output reuses token_embd;
         // norms near 1; biases small. Uniform: cheap and bounded.
         const uint64_t tensor_seed = mix64(o.seed ^ name_hash(t.name));
-        const float scale = is_norm(t.name) ? 0.1f : is_bias(t.name) ? 0.05f : 1.0f / std::sqrt(float(n));
-        const float offset = is_norm(t.name) ? 1.0f : 0.0f;
+        float scale = is_norm(t.name) ? 0.1f : is_bias(t.name) ? 0.05f : 1.0f / std::sqrt(float(n));
+        float offset = is_norm(t.name) ? 1.0f : 0.0f;
+        // A family that does not scale its scores (Gemma 4) learns the scale in its q/k norm gains:
+        // (1/√head_dim)^½ each keeps q·k of order one, as 1/√head_dim does elsewhere. Without it the
+        // softmax of random heads is one-hot and the text chaotic: no two runtimes would agree.
+        if (family.fixed_kq_scale > 0 && (t.name.ends_with("attn_q_norm.weight") || t.name.ends_with("attn_k_norm.weight"))) {
+            const float m = std::pow(float(n), -0.25f);
+            scale *= m;
+            offset *= m;
+        }
         const float half_width = scale * std::sqrt(3.0f);
         const RowSource source = [&](size_t row, float* dst) {
             if (t.name == "rope_freqs.weight") {
