@@ -285,14 +285,6 @@ std::string fallback_transcript(const json& messages, const json& tools) {
     return text + "Assistant:";
 }
 
-// The prompt ends inside a <think> the template opened (DeepSeek-R1's generation prompt does).
-bool ends_in_think(const std::string& prompt) {
-    const size_t open = prompt.rfind("<think>");
-    if (open == std::string::npos) return false;
-    const size_t close = prompt.rfind("</think>");
-    return close == std::string::npos || close < open;
-}
-
 }  // namespace
 
 json error_body(const ApiError& e) {
@@ -419,8 +411,8 @@ GenerationRequest parse_chat_request(const json& body, const ServedModel& served
     r.prompt = tokenize(served.vocab, chat.text, {.add_special = true, .parse_special = chat.templated});
     r.output.tools = !tools.tools.is_null();
     r.output.syntax = syntax;
-    r.output.reasoning = served.template_source.find("<think>") != std::string::npos;
-    r.output.starts_in_reasoning = r.output.reasoning && ends_in_think(chat.text);
+    r.output.reasoning = served.template_source.find(reasoning_open(syntax)) != std::string::npos;
+    r.output.starts_in_reasoning = r.output.reasoning && prompt_ends_in_reasoning(syntax, chat.text);
     fit_prompt(r, served, "messages");
     return r;
 }
