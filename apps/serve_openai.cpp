@@ -375,6 +375,11 @@ RenderedChat render_chat(const json& body, const ServedModel& served) {
     } catch (const Error& e) {
         throw ApiError{400, std::string("the chat template cannot render these messages: ") + e.what(), "invalid_request_error", "", "messages"};
     }
+    // The BOS (and EOS) the tokenizer adds stand for those the template writes as text, as llama.cpp has it;
+    // kept, a prompt would start with two (Gemma's and Llama 3's templates write one).
+    if (served.vocab.add_bos && !input.bos_token.empty() && chat.text.starts_with(input.bos_token)) chat.text.erase(0, input.bos_token.size());
+    if (served.vocab.add_eos && !input.eos_token.empty() && chat.text.ends_with(input.eos_token))
+        chat.text.resize(chat.text.size() - input.eos_token.size());
     chat.templated = true;
     return chat;
 }

@@ -402,6 +402,20 @@ test('text inside <think> (Gemma 4: its thought channel) goes to reasoning_conte
   assert.equal(plainReply.message.content, '<think>x</think>y');
 });
 
+test('a template that writes BOS gets one BOS, not two: the tokenizer\'s stands for the template\'s, as in llama.cpp', async () => {
+  for (const family of ['llama3', 'gemma4']) {
+    const server = templated[family];
+    const post = async (route, body) => (await fetch(`${server.url}${route}`, { method: 'POST', body: JSON.stringify(body) })).json();
+    const { prompt } = await post('/apply-template', { messages: ask('hi') });
+    assert.ok(!prompt.startsWith('<s>'), `${family}: ${prompt}`);
+    const ids = (await post('/tokenize', { content: prompt, add_special: true })).tokens;
+    assert.equal(ids[0], 1, family);
+    assert.notEqual(ids[1], 1, family);
+    const r = await client(server).chat.completions.create({ model: family, messages: ask('hi'), max_tokens: 1, temperature: 0 });
+    assert.equal(r.usage.prompt_tokens, ids.length, family);
+  }
+});
+
 test('chat_template_kwargs and reasoning_effort reach the template', async () => {
   const openai = client(templated.qwen3);
   const base = { model: 'qwen3', messages: ask('hi'), max_tokens: 1, temperature: 0 };
