@@ -5,6 +5,7 @@
 #include <cstring>
 #include <random>
 
+#include "apps/serve_tools_gemma4.h"
 #include "runtime/base/error.h"
 #include "runtime/grammar/json_schema.h"
 #include "runtime/session/chat.h"
@@ -363,6 +364,8 @@ RenderedChat render_chat(const json& body, const ServedModel& served) {
         chat.text = fallback_transcript(messages, chat.tools.tools);
         return chat;
     }
+    if (tool_syntax(served.template_source) == ToolSyntax::Gemma4 && !gemma4_template_reads_tool_messages(served.template_source))
+        messages = gemma4_tool_responses(messages);
     ChatTemplateInput input;
     input.messages = messages;
     input.tools = chat.tools.tools;

@@ -319,4 +319,49 @@ std::string gemma4_call_gbnf(const std::vector<Tool>& tools, int max_calls) {
            literal(kGemma4CallClose) + "\n" + rules.text + kGenericRules + (rules.patterns ? "char ::= gemma-char\n" : "");
 }
 
+bool gemma4_template_reads_tool_messages(std::string_view source) {
+    return source.find("{#- OpenAI Chat Completions:") != std::string_view::npos;
+}
+
+ordered gemma4_tool_responses(const ordered& messages) {
+    const auto role = [](const ordered& m) { return m.is_object() ? m.value("role", std::string()) : std::string(); };
+    const auto has_calls = [](const ordered& m) { return m.contains("tool_calls") && m["tool_calls"].is_array() && !m["tool_calls"].empty(); };
+    ordered out = ordered::array();
+    for (size_t i = 0; i < messages.size();) {
+        const ordered& m = messages[i++];
+        if (role(m) != "assistant" || !has_calls(m)) {
+            out.push_back(m);
+            continue;
+        }
+        ordered turn = {{"role", "assistant"}, {"tool_calls", m["tool_calls"]}};
+        ordered responses = ordered::array();
+        for (; i < messages.size() && role(messages[i]) == "tool"; ++i) {
+            const ordered& result = messages[i];
+            ordered response = result.value("content", ordered());
+            if (response.is_string()) {
+                ordered parsed = ordered::parse(response.get<std::string>(), nullptr, false);
+                if (!parsed.is_discarded()) response = std::move(parsed);
+            }
+            std::string name;
+            if (responses.size() < turn["tool_calls"].size()) {
+                const ordered& call = turn["tool_calls"][responses.size()];
+                if (call.is_object() && call.contains("function") && call["function"].is_object())
+                    name = call["function"].value("name", std::string());
+            }
+            if (name.empty()) name = result.value("tool_call_id", std::string());
+            responses.push_back({{"name", name}, {"response", std::move(response)}});
+        }
+        if (!responses.empty()) turn["tool_responses"] = std::move(responses);
+        if (i < messages.size() && role(messages[i]) == "assistant" && !has_calls(messages[i])) {
+            const ordered content = messages[i].value("content", ordered());
+            if ((content.is_string() && !content.get<std::string>().empty()) || (content.is_array() && !content.empty())) {
+                turn["content"] = content;
+                ++i;
+            }
+        }
+        out.push_back(std::move(turn));
+    }
+    return out;
+}
+
 }  // namespace rill::serve

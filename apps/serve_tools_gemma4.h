@@ -23,4 +23,13 @@ bool take_gemma4_call(std::string_view& s, std::vector<ToolCall>& calls);
 // anyOf), any value otherwise.
 std::string gemma4_call_gbnf(const std::vector<Tool>& tools, int max_calls);
 
+// Gemma 4's first templates (those without the "OpenAI Chat Completions" scan for role "tool") read a
+// call's results from the assistant turn that made it, as tool_responses [{name, response}], and write
+// other "tool" messages as a turn of a role the model does not know. For them, as llama.cpp does, each
+// assistant turn with calls takes the "tool" messages after it (content parsed as JSON where it is
+// JSON, named by the call at the same place, else by tool_call_id) and the plain assistant answer
+// after those, if any.
+bool gemma4_template_reads_tool_messages(std::string_view template_source);
+nlohmann::ordered_json gemma4_tool_responses(const nlohmann::ordered_json& messages);
+
 }  // namespace rill::serve

@@ -5,8 +5,12 @@
 #include <string>
 
 #include "apps/serve_tools.h"
+#include "apps/serve_tools_gemma4.h"
+#include "runtime/format/gguf.h"
 #include "runtime/grammar/grammar.h"
 #include "runtime/grammar/matcher.h"
+#include "runtime/text/chat_template.h"
+#include "shared_data.h"
 
 using namespace rill::serve;
 
@@ -228,4 +232,37 @@ TEST_CASE("a forced call in Gemma 4's syntax follows the tool's parameters in th
     const auto one = std::make_shared<const rill::grammar::Grammar>(rill::grammar::parse_gbnf(tool_call_gbnf(ToolSyntax::Gemma4, tools, false)));
     rill::grammar::Matcher single(one);
     CHECK_FALSE(single.accept("<|tool_call>call:ping{}<tool_call|><|tool_call>"));
+}
+
+// The template in llama.cpp's Gemma 4 vocabulary file is one of the first: it reads tool results only
+// from the assistant turn's tool_responses. The expected text is Jinja2's rendering of the messages
+// as llama.cpp converts them (tests/tools/hf_render.py).
+TEST_CASE("for Gemma 4's first templates, tool results move into the assistant turn that called, as llama.cpp does", "[serve_tools]") {
+    const auto source = rill::GgufFile::open(rill::test::shared_path("vocab/ggml-vocab-gemma-4.gguf")).get_string("tokenizer.chat_template");
+    REQUIRE(source);
+    CHECK(tool_syntax(*source) == ToolSyntax::Gemma4);
+    CHECK_FALSE(gemma4_template_reads_tool_messages(*source));
+    const auto messages = nlohmann::ordered_json::parse(R"([{"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "{\"temp\": 21}"},
+        {"role": "assistant", "content": "It is 21."},
+        {"role": "user", "content": "And now?"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c2", "type": "function", "function": {"name": "get_time", "arguments": {}}}]},
+        {"role": "tool", "tool_call_id": "c2", "content": "14:05"}])");
+    const auto converted = gemma4_tool_responses(messages);
+    REQUIRE(converted.size() == 4);
+    CHECK(converted[1]["tool_responses"] == nlohmann::ordered_json::parse(R"([{"name": "get_weather", "response": {"temp": 21}}])"));
+    CHECK(converted[1]["content"] == "It is 21.");
+    CHECK(converted[3]["tool_responses"][0]["response"] == "14:05");
+    rill::ChatTemplateInput input;
+    input.messages = converted;
+    input.add_generation_prompt = true;
+    input.bos_token = "<bos>";
+    CHECK(rill::render_chat_template(*source, input) ==
+          "<bos><|turn>user\nWeather in Paris?<turn|>\n<|turn>model\n<|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>}<tool_call|>"
+          "<|tool_response>response:get_weather{temp:21}<tool_response|>It is 21.<turn|>\n<|turn>user\nAnd now?<turn|>\n<|turn>model\n"
+          "<|tool_call>call:get_time{}<tool_call|><|tool_response>response:get_time{value:<|\"|>14:05<|\"|>}<tool_response|><|channel>thought\n<channel|>");
+    // The current template scans the "tool" messages itself.
+    const auto cases = nlohmann::json::parse(rill::test::read_text(rill::test::shared_path("chat-templates/cases-2026.json")));
+    CHECK(gemma4_template_reads_tool_messages(cases["google-gemma-4-31B-it"]["template"].get<std::string>()));
 }
