@@ -378,6 +378,9 @@ RenderedChat render_chat(const json& body, const ServedModel& served) {
     } catch (const Error& e) {
         throw ApiError{400, std::string("the chat template cannot render these messages: ") + e.what(), "invalid_request_error", "", "messages"};
     }
+    // Gemma 4's template writes no model turn after a turn that holds calls, their results and text; as
+    // llama.cpp does, one is opened, so the model does not go on in a closed turn.
+    if (tool_syntax(served.template_source) == ToolSyntax::Gemma4 && chat.text.ends_with("<turn|>\n")) chat.text += "<|turn>model\n";
     // The BOS (and EOS) the tokenizer adds stand for those the template writes as text, as llama.cpp has it;
     // kept, a prompt would start with two (Gemma's and Llama 3's templates write one).
     if (served.vocab.add_bos && !input.bos_token.empty() && chat.text.starts_with(input.bos_token)) chat.text.erase(0, input.bos_token.size());

@@ -416,6 +416,17 @@ test('a template that writes BOS gets one BOS, not two: the tokenizer\'s stands 
   }
 });
 
+test('after a Gemma 4 turn of text, calls and their results the prompt opens the model\'s next turn, as llama.cpp does', async () => {
+  const messages = [
+    ...ask('Weather in Paris?'),
+    { role: 'assistant', content: 'Let me check.', tool_calls: [{ id: 'c1', type: 'function', function: { name: 'get_weather', arguments: '{"city": "Paris", "unit": "c"}' } }] },
+    { role: 'tool', tool_call_id: 'c1', content: '{"temp": 21}' },
+  ];
+  const res = await fetch(`${templated.gemma4.url}/apply-template`, { method: 'POST', body: JSON.stringify({ messages, tools: [weather] }) });
+  const { prompt } = await res.json();
+  assert.ok(prompt.endsWith('<tool_response|>Let me check.<turn|>\n<|turn>model\n'), prompt);
+});
+
 test('chat_template_kwargs and reasoning_effort reach the template', async () => {
   const openai = client(templated.qwen3);
   const base = { model: 'qwen3', messages: ask('hi'), max_tokens: 1, temperature: 0 };
