@@ -563,7 +563,7 @@ Action add_serve(CLI::App& app) {
         "A returning conversation reuses its slot's cached prefix (usage.prompt_tokens_details.cached_tokens says how much).\n"
         "SIGTERM drains: no new requests, those in flight finish. Run several behind nginx: scripts/serve_cluster.sh.\n"
         "Structured output: response_format (json_object, json_schema), grammar (GBNF), tools with tool_choice,\n"
-        "reasoning_content for <think> templates, logprobs and top_logprobs, as OpenAI's API has them.\n"
+        "reasoning_content for <think> templates and Gemma 4's thought channel, logprobs and top_logprobs, as OpenAI's API has them.\n"
         "Example: rill serve -m model.gguf --parallel 4 --api-key secret");
     flags->model.add_to(*cmd);
     flags->session.add_to(*cmd, "context length per request slot (default: the model's, at most 4096)");

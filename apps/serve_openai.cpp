@@ -5,6 +5,7 @@
 #include <cstring>
 #include <random>
 
+#include "apps/serve_tools_gemma4.h"
 #include "runtime/base/error.h"
 #include "runtime/grammar/json_schema.h"
 #include "runtime/session/chat.h"
@@ -285,14 +286,6 @@ std::string fallback_transcript(const json& messages, const json& tools) {
     return text + "Assistant:";
 }
 
-// The prompt ends inside a <think> the template opened (DeepSeek-R1's generation prompt does).
-bool ends_in_think(const std::string& prompt) {
-    const size_t open = prompt.rfind("<think>");
-    if (open == std::string::npos) return false;
-    const size_t close = prompt.rfind("</think>");
-    return close == std::string::npos || close < open;
-}
-
 }  // namespace
 
 json error_body(const ApiError& e) {
@@ -371,6 +364,8 @@ RenderedChat render_chat(const json& body, const ServedModel& served) {
         chat.text = fallback_transcript(messages, chat.tools.tools);
         return chat;
     }
+    if (tool_syntax(served.template_source) == ToolSyntax::Gemma4 && !gemma4_template_reads_tool_messages(served.template_source))
+        messages = gemma4_tool_responses(messages);
     ChatTemplateInput input;
     input.messages = messages;
     input.tools = chat.tools.tools;
@@ -383,6 +378,14 @@ RenderedChat render_chat(const json& body, const ServedModel& served) {
     } catch (const Error& e) {
         throw ApiError{400, std::string("the chat template cannot render these messages: ") + e.what(), "invalid_request_error", "", "messages"};
     }
+    // Gemma 4's template writes no model turn after a turn that holds calls, their results and text; as
+    // llama.cpp does, one is opened, so the model does not go on in a closed turn.
+    if (tool_syntax(served.template_source) == ToolSyntax::Gemma4 && chat.text.ends_with("<turn|>\n")) chat.text += "<|turn>model\n";
+    // The BOS (and EOS) the tokenizer adds stand for those the template writes as text, as llama.cpp has it;
+    // kept, a prompt would start with two (Gemma's and Llama 3's templates write one).
+    if (served.vocab.add_bos && !input.bos_token.empty() && chat.text.starts_with(input.bos_token)) chat.text.erase(0, input.bos_token.size());
+    if (served.vocab.add_eos && !input.eos_token.empty() && chat.text.ends_with(input.eos_token))
+        chat.text.resize(chat.text.size() - input.eos_token.size());
     chat.templated = true;
     return chat;
 }
@@ -419,8 +422,8 @@ GenerationRequest parse_chat_request(const json& body, const ServedModel& served
     r.prompt = tokenize(served.vocab, chat.text, {.add_special = true, .parse_special = chat.templated});
     r.output.tools = !tools.tools.is_null();
     r.output.syntax = syntax;
-    r.output.reasoning = served.template_source.find("<think>") != std::string::npos;
-    r.output.starts_in_reasoning = r.output.reasoning && ends_in_think(chat.text);
+    r.output.reasoning = served.template_source.find(reasoning_open(syntax)) != std::string::npos;
+    r.output.starts_in_reasoning = r.output.reasoning && prompt_ends_in_reasoning(syntax, chat.text);
     fit_prompt(r, served, "messages");
     return r;
 }

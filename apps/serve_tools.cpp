@@ -4,6 +4,7 @@
 #include <random>
 #include <utility>
 
+#include "apps/serve_tools_gemma4.h"
 #include "runtime/base/error.h"
 #include "runtime/grammar/json_schema.h"
 
@@ -17,9 +18,13 @@ constexpr int kMaxParallelCalls = 8;
 
 constexpr std::string_view kThinkOpen = "<think>";
 constexpr std::string_view kThinkClose = "</think>";
+// Gemma 4 thinks in a channel: <|channel>thought, the reasoning, <channel|>.
+constexpr std::string_view kChannelOpen = "<|channel>";
+constexpr std::string_view kChannelClose = "<channel|>";
+constexpr std::string_view kThoughtChannel = "thought";
 // Where a call can begin, in every family's syntax. Llama 3's bare JSON and the generic form begin
 // with '{' or '[' at the start of the reply, which feed() watches for apart from these.
-constexpr std::string_view kCallMarkers[] = {"<tool_call>", "[TOOL_CALLS]", "<|tool_call|>", "<|python_tag|>"};
+constexpr std::string_view kCallMarkers[] = {"<tool_call>", "[TOOL_CALLS]", "<|tool_call|>", "<|python_tag|>", kGemma4CallOpen};
 
 bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
 
@@ -188,7 +193,18 @@ std::string rename_root(const std::string& gbnf, const std::string& name) {
 
 }  // namespace
 
+std::string_view reasoning_open(ToolSyntax syntax) { return syntax == ToolSyntax::Gemma4 ? kChannelOpen : kThinkOpen; }
+std::string_view reasoning_close(ToolSyntax syntax) { return syntax == ToolSyntax::Gemma4 ? kChannelClose : kThinkClose; }
+
+bool prompt_ends_in_reasoning(ToolSyntax syntax, std::string_view prompt) {
+    const size_t open = prompt.rfind(reasoning_open(syntax));
+    if (open == std::string_view::npos) return false;
+    const size_t close = prompt.rfind(reasoning_close(syntax));
+    return close == std::string_view::npos || close < open;
+}
+
 ToolSyntax tool_syntax(const std::string& source) {
+    if (source.find(std::string(kGemma4CallOpen) + "call:") != std::string::npos) return ToolSyntax::Gemma4;
     if (source.find("<tool_call>") != std::string::npos && source.find("<function=") != std::string::npos) return ToolSyntax::XmlFunction;
     if (source.find("<tool_call>") != std::string::npos) return ToolSyntax::Hermes;
     if (source.find("[TOOL_CALLS]") != std::string::npos) return ToolSyntax::Mistral;
@@ -205,6 +221,7 @@ const char* tool_syntax_name(ToolSyntax syntax) {
         case ToolSyntax::Llama3: return "llama3";
         case ToolSyntax::Mistral: return "mistral";
         case ToolSyntax::Granite: return "granite";
+        case ToolSyntax::Gemma4: return "gemma4";
         case ToolSyntax::Generic: break;
     }
     return "generic";
@@ -234,6 +251,7 @@ std::string tool_call_gbnf(ToolSyntax syntax, const std::vector<Tool>& tools, bo
             return std::string("root ::= block") + (parallel ? " (\"\\n\" block){0," + std::to_string(kMaxParallelCalls - 1) + "}" : "") +
                    "\nblock ::= \"<tool_call>\\n\" call \"\\n</tool_call>\"\ncall ::= " + calls + "\nvalue ::= [^<]+\n";
         }
+        case ToolSyntax::Gemma4: return gemma4_call_gbnf(tools, parallel ? kMaxParallelCalls : 1);
         case ToolSyntax::Llama3:
             // Llama 3.1's template teaches one call per reply.
             return grammar::json_schema_to_gbnf(call);
@@ -266,6 +284,12 @@ bool parse_tool_calls(std::string_view text, std::vector<ToolCall>& calls) {
             }
             s = trim_left(s);
             if (s.substr(0, 12) == "</tool_call>") s.remove_prefix(12);
+            else if (!s.empty()) return false;
+        } else if (s.substr(0, kGemma4CallOpen.size()) == kGemma4CallOpen) {
+            s.remove_prefix(kGemma4CallOpen.size());
+            if (!take_gemma4_call(s, found)) return false;
+            s = trim_left(s);
+            if (s.substr(0, kGemma4CallClose.size()) == kGemma4CallClose) s.remove_prefix(kGemma4CallClose.size());
             else if (!s.empty()) return false;
         } else if (s.substr(0, 12) == "[TOOL_CALLS]") {
             s.remove_prefix(12);
@@ -310,62 +334,91 @@ ChatOutput ChatOutputStream::finish() {
 }
 
 void ChatOutputStream::drain(ChatOutput& out, bool final) {
+    const std::string_view open = reasoning_open(options_.syntax), close = reasoning_close(options_.syntax);
+    // Gemma 4's channel markers are found anywhere in the content, and a stray end marker is dropped.
+    const bool channels = options_.reasoning && options_.syntax == ToolSyntax::Gemma4;
     for (;;) {
         if (in_call_) {
             call_ += pending_;
             pending_.clear();
             return;
         }
+        if (in_channel_name_) {
+            // The thought channel opens reasoning; the marker of any other is dropped.
+            if (std::string_view(pending_).substr(0, kThoughtChannel.size()) == kThoughtChannel) {
+                pending_.erase(0, kThoughtChannel.size());
+                in_channel_name_ = false;
+                in_reasoning_ = reasoning_begins_ = true;
+                continue;
+            }
+            if (!final && kThoughtChannel.substr(0, pending_.size()) == pending_) return;  // may still be its name
+            in_channel_name_ = false;
+            continue;
+        }
         if (in_reasoning_) {
-            const size_t close = pending_.find(kThinkClose);
-            if (close != std::string::npos) {
-                out.reasoning.append(pending_, 0, close);
-                pending_.erase(0, close + kThinkClose.size());
+            if (reasoning_begins_) {
+                pending_.erase(0, pending_.size() - trim_left(pending_).size());
+                if (pending_.empty()) return;
+                reasoning_begins_ = false;
+            }
+            const size_t end = pending_.find(close);
+            if (end != std::string::npos) {
+                out.reasoning.append(pending_, 0, end);
+                pending_.erase(0, end + close.size());
                 in_reasoning_ = false;
                 after_reasoning_ = true;
                 continue;
             }
-            const size_t hold = final ? 0 : partial_suffix(pending_, kThinkClose);
+            const size_t hold = final ? 0 : partial_suffix(pending_, close);
             out.reasoning.append(pending_, 0, pending_.size() - hold);
             pending_.erase(0, pending_.size() - hold);
             return;
         }
         if (!shown_content_) {
-            // Before any content: blank lines after </think>, an opening <think>, or a bare JSON call.
+            // Before any content: blank lines after the reasoning, its opening marker, or a bare JSON call.
             const size_t blank = pending_.size() - trim_left(pending_).size();
             if (blank == pending_.size()) {
-                // Only spaces so far: dropped after </think>; otherwise content, once nothing else can follow.
+                // Only spaces so far: dropped after the reasoning; otherwise content, once nothing else can follow.
                 if (after_reasoning_) pending_.clear();
                 else if (final) out.content += std::exchange(pending_, {});
                 return;
             }
             if (after_reasoning_) pending_.erase(0, blank);
             const std::string_view rest = std::string_view(pending_).substr(after_reasoning_ ? 0 : blank);
-            if (options_.reasoning && rest.substr(0, kThinkOpen.size()) == kThinkOpen) {
-                pending_.erase(0, size_t(rest.data() - pending_.data()) + kThinkOpen.size());
-                in_reasoning_ = true;
+            if (options_.reasoning && rest.substr(0, open.size()) == open) {
+                pending_.erase(0, size_t(rest.data() - pending_.data()) + open.size());
+                (channels ? in_channel_name_ : in_reasoning_) = true;
                 continue;
             }
-            if (options_.reasoning && !final && kThinkOpen.substr(0, rest.size()) == rest) return;  // may become <think>
+            if (options_.reasoning && !final && open.substr(0, rest.size()) == rest) return;  // may become the marker
             if (options_.tools && (rest[0] == '{' || rest[0] == '[')) {
                 in_call_ = true;
                 continue;
             }
             shown_content_ = true;
         }
-        if (options_.tools) {
-            size_t first = std::string::npos;
-            for (const std::string_view marker : kCallMarkers) first = std::min(first, pending_.find(marker));
-            if (first != std::string::npos) {
-                out.content.append(pending_, 0, first);
-                pending_.erase(0, first);
+        // The markers content can hold: where calls begin, and Gemma 4's channels.
+        std::vector<std::string_view> markers;
+        if (options_.tools) markers.assign(std::begin(kCallMarkers), std::end(kCallMarkers));
+        if (channels) markers.insert(markers.end(), {open, close});
+        size_t first = std::string::npos;
+        std::string_view marker;
+        for (const std::string_view m : markers)
+            if (const size_t at = pending_.find(m); at < first) first = at, marker = m;
+        if (first != std::string::npos) {
+            out.content.append(pending_, 0, first);
+            pending_.erase(0, first);
+            if (channels && (marker == open || marker == close)) {
+                pending_.erase(0, marker.size());
+                in_channel_name_ = marker == open;
+            } else {
                 in_call_ = true;
-                continue;
             }
+            continue;
         }
         size_t hold = 0;
-        if (options_.tools && !final)
-            for (const std::string_view marker : kCallMarkers) hold = std::max(hold, partial_suffix(pending_, marker));
+        if (!final)
+            for (const std::string_view m : markers) hold = std::max(hold, partial_suffix(pending_, m));
         out.content.append(pending_, 0, pending_.size() - hold);
         pending_.erase(0, pending_.size() - hold);
         return;

@@ -17,6 +17,7 @@ enum class ToolSyntax {
     Llama3,   // {"name": ..., "parameters": {...}}, perhaps after <|python_tag|> (Llama 3.1 to 3.3)
     Mistral,  // [TOOL_CALLS][{"name": ..., "arguments": {...}}, ...]
     Granite,  // <|tool_call|>[{"name": ..., "arguments": {...}}, ...]
+    Gemma4,   // <|tool_call>call:NAME{key:<|"|>text<|"|>,n:1}<tool_call|>; thinking in <|channel>thought ... <channel|>
     Generic,  // {"tool_calls": [{"name": ..., "arguments": {...}}]}: templates that know no syntax
 };
 ToolSyntax tool_syntax(const std::string& template_source);
@@ -40,10 +41,18 @@ std::string tool_call_gbnf(ToolSyntax syntax, const std::vector<Tool>& tools, bo
 
 struct OutputOptions {
     bool tools = false;                // tools were offered: look for calls
-    bool reasoning = false;            // the template knows <think>: text inside goes to reasoning
+    bool reasoning = false;            // the template knows <think> (Gemma 4: its thought channel): text inside goes to reasoning
     bool starts_in_reasoning = false;  // the prompt ends inside an open <think>
     ToolSyntax syntax = ToolSyntax::Generic;
 };
+
+// Where reasoning opens and closes for a syntax: <think> and </think>, or Gemma 4's channel markers
+// (the channel's name, "thought", follows the opening one).
+std::string_view reasoning_open(ToolSyntax syntax);
+std::string_view reasoning_close(ToolSyntax syntax);
+
+// The prompt ends inside an open reasoning block, so the reply starts in it.
+bool prompt_ends_in_reasoning(ToolSyntax syntax, std::string_view prompt);
 
 // What can be shown of a reply so far, or all of it.
 struct ChatOutput {
@@ -66,8 +75,10 @@ private:
 
     OutputOptions options_;
     bool in_reasoning_;
-    bool shown_content_ = false;  // content has begun: a later <think> is text
+    bool shown_content_ = false;  // content has begun: a later <think> is text (not so a Gemma 4 channel)
     bool after_reasoning_ = false;  // skip the blank lines after </think>
+    bool in_channel_name_ = false;  // Gemma 4: just after <|channel>, its name not yet read
+    bool reasoning_begins_ = false;  // Gemma 4: skip the space after the channel's name
     bool in_call_ = false;
     std::string pending_;
     std::string call_;

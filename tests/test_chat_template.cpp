@@ -101,6 +101,12 @@ TEST_CASE("Qwen3.5's template renders tools, tool results and thinking on and of
     CHECK(passed == cases);
 }
 
+TEST_CASE("Gemma 4's template renders tools, tool results, reasoning and the developer role as transformers does", "[chat_template]") {
+    const auto [cases, passed] = check_cases("chat-templates/cases-2026.json", "google-gemma-4-31B-it");
+    CHECK(cases == 11);
+    CHECK(passed == cases);
+}
+
 TEST_CASE("block tags drop the newline after them and the indentation before them", "[chat_template]") {
     CHECK(render("a\n  {% if true %}\n  b\n  {% endif %}\nc") == "a\n  b\nc");
     CHECK(render("  {# note #}\nx") == "x");
@@ -186,6 +192,14 @@ TEST_CASE("filters follow Jinja and Python string semantics", "[chat_template]")
           "['A', 'b', 'c']|[1, 2, 'a']|[2, 1]");
     CHECK(render("{{ '42' | int + '2.5' | float }}|{{ 'x' | int(7) }}|{{ none | string }}|{{ 'a\\nb' | indent(2) }}") ==
           "44.5|7|None|a\n  b");
+}
+
+TEST_CASE("dictsort gives a mapping's pairs by key, case-blind unless asked, or by value", "[chat_template]") {
+    CHECK(render("{{ {'b': 1, 'A': 3, 'c': 2} | dictsort }}") == "[('A', 3), ('b', 1), ('c', 2)]");
+    CHECK(render("{{ {'b': 1, 'A': 3} | dictsort(true) }}|{{ {'b': 1, 'a': 3} | dictsort(reverse=true) }}") ==
+          "[('A', 3), ('b', 1)]|[('b', 1), ('a', 3)]");
+    CHECK(render("{% for k, v in {'x': 2, 'y': 1} | dictsort(by='value') %}{{ k }}={{ v }};{% endfor %}") == "y=1;x=2;");
+    CHECK_THROWS_WITH(render("{{ [1] | dictsort }}"), Catch::Contains("dictsort"));
 }
 
 TEST_CASE("select, reject and map pick items by test and attribute", "[chat_template]") {

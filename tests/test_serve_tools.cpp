@@ -5,8 +5,12 @@
 #include <string>
 
 #include "apps/serve_tools.h"
+#include "apps/serve_tools_gemma4.h"
+#include "runtime/format/gguf.h"
 #include "runtime/grammar/grammar.h"
 #include "runtime/grammar/matcher.h"
+#include "runtime/text/chat_template.h"
+#include "shared_data.h"
 
 using namespace rill::serve;
 
@@ -129,4 +133,136 @@ TEST_CASE("a forced call in Qwen3.5's syntax accepts a function block with the t
     CHECK(good.accepting());
     rill::grammar::Matcher bad(grammar);
     CHECK_FALSE(bad.accept("<tool_call>\n<function=get_time>"));
+}
+
+// Gemma 4's template (chat-templates/cases-2026.json) teaches <|tool_call>call:NAME{...}<tool_call|> with
+// its own value notation, and thinks in a channel: <|channel>thought, the reasoning, <channel|>.
+const OutputOptions kGemma4{.tools = true, .reasoning = true, .starts_in_reasoning = false, .syntax = ToolSyntax::Gemma4};
+
+TEST_CASE("Gemma 4's template is recognised by its call marker, and its reasoning by its channel", "[serve_tools]") {
+    CHECK(tool_syntax("{{- '<|tool_call>call:' + function['name'] + '{' -}}") == ToolSyntax::Gemma4);
+    CHECK(std::string(tool_syntax_name(ToolSyntax::Gemma4)) == "gemma4");
+    CHECK(reasoning_open(ToolSyntax::Gemma4) == "<|channel>");
+    CHECK(reasoning_close(ToolSyntax::Hermes) == "</think>");
+    // With thinking off the generation prompt closes an empty thought; with it on the reply opens one.
+    CHECK_FALSE(prompt_ends_in_reasoning(ToolSyntax::Gemma4, "<|turn>model\n<|channel>thought\n<channel|>"));
+    CHECK(prompt_ends_in_reasoning(ToolSyntax::Gemma4, "<|turn>model\n<|channel>thought\n"));
+    CHECK(prompt_ends_in_reasoning(ToolSyntax::Hermes, "<|im_start|>assistant\n<think>\n"));
+}
+
+TEST_CASE("Gemma 4's calls parse strings, numbers, booleans, null, lists and dicts to JSON arguments", "[serve_tools]") {
+    std::vector<ToolCall> calls;
+    REQUIRE(parse_tool_calls("<|tool_call>call:get_time{city:<|\"|>San Francisco<|\"|>}<tool_call|>", calls));
+    CHECK(calls[0].name == "get_time");
+    CHECK(calls[0].arguments == R"({"city":"San Francisco"})");
+    calls.clear();
+    REQUIRE(parse_tool_calls("<|tool_call>call:f{a:-7,b:3.14,c:true,d:false,e:null,f:1.5e10,g:[<|\"|>x, y<|\"|>,2],"
+                             "h:{theme:<|\"|>dark<|\"|>,count:3},i:[],j:{}}<tool_call|>", calls));
+    CHECK(calls[0].arguments == R"({"a":-7,"b":3.14,"c":true,"d":false,"e":null,"f":15000000000.0,"g":["x, y",2],"h":{"count":3,"theme":"dark"},"i":[],"j":{}})");
+    calls.clear();
+    // Several calls one after another, an empty one, and spaces between items.
+    REQUIRE(parse_tool_calls("<|tool_call>call:a{}<tool_call|><|tool_call>call:b{ x: 1, y : <|\"|>{not: a dict}<|\"|> }<tool_call|>", calls));
+    REQUIRE(calls.size() == 2);
+    CHECK(calls[0].arguments == "{}");
+    CHECK(calls[1].arguments == R"({"x":1,"y":"{not: a dict}"})");
+    calls.clear();
+    for (const char* bad : {"<|tool_call>call:f{a:<|\"|>open}<tool_call|>", "<|tool_call>call:{a:1}<tool_call|>", "<|tool_call>f{a:1}<tool_call|>",
+                            "<|tool_call>call:f{a:01}<tool_call|>", "<|tool_call>call:f{a:1} then text", "<|tool_call>call:f{:1}<tool_call|>",
+                            "<|tool_call>call:f{a:[1,}<tool_call|>"}) {
+        INFO(bad);
+        CHECK_FALSE(parse_tool_calls(bad, calls));
+    }
+    CHECK(calls.empty());
+}
+
+TEST_CASE("Gemma 4's thought channel goes to reasoning, content and calls after it", "[serve_tools]") {
+    const std::string reply = "<|channel>thought\nThe user wants the time.\n<channel|>Let me check.<|tool_call>call:get_time{zone:<|\"|>CET<|\"|>}<tool_call|>";
+    const ChatOutput out = parse_chat_output(kGemma4, reply);
+    CHECK(out.reasoning == "The user wants the time.\n");
+    CHECK(out.content == "Let me check.");
+    REQUIRE(out.calls.size() == 1);
+    CHECK(out.calls[0].arguments == R"({"zone":"CET"})");
+    check_same(kGemma4, reply);
+    // As llama.cpp reads Gemma 4: an empty thought, stray channel markers and a trailing empty thought leave the content alone.
+    for (const char* text : {"<|channel>thought\n<channel|>Hello, world!", "<|channel>thought<channel|>Hello, world!",
+                             "<|channel><|channel>thought\n<channel|>Hello, world!", "Hello, world!<|channel>thought\n<channel|><channel|>"}) {
+        INFO(text);
+        const ChatOutput plain = parse_chat_output(kGemma4, text);
+        CHECK(plain.content == "Hello, world!");
+        CHECK(plain.reasoning.empty());
+        check_same(kGemma4, text);
+    }
+    // Another model's <think> is text to Gemma 4, and Gemma 4's channel is text to the others.
+    CHECK(parse_chat_output(kGemma4, "<think>x</think>y").content == "<think>x</think>y");
+    CHECK(parse_chat_output(kTools, "<|channel>thought\nx<channel|>y").content == "<|channel>thought\nx<channel|>y");
+    for (const char* text : {"<|channel>though", "<|channel>final\nanswer", "a <|tool_call>call:f{", "<|tool_call>call:f{a:1}<tool_call|>",
+                             "<|channel>thought\n\n  deep<channel|>\n\nanswer<|channel>thought\nmore<channel|> end", "x <|tool_call"})
+        check_same(kGemma4, text);
+}
+
+TEST_CASE("a forced call in Gemma 4's syntax follows the tool's parameters in the template's order", "[serve_tools]") {
+    const std::vector<Tool> tools = {
+        {"get_weather", nlohmann::ordered_json::parse(R"({"type": "object", "properties": {"unit": {"type": "string", "enum": ["c", "f"]},
+            "city": {"type": "string", "maxLength": 20}, "days": {"type": "integer"}, "tags": {"type": "array", "items": {"type": "string"}},
+            "opts": {"type": "object", "properties": {"deep": {"type": "boolean"}}, "required": ["deep"]}}, "required": ["city"]})")},
+        {"ping", nlohmann::ordered_json::parse(R"({"type": "object", "properties": {}})")},
+        {"set", nlohmann::ordered_json::parse(R"({"properties": {"zone": {"type": "string", "pattern": "^[A-Z]{3}$"}, "mode": {"enum": [1, {"k": ["v"]}, null]},
+            "fixed": {"const": "on"}}, "required": ["zone", "mode", "fixed"]})")}};
+    const auto grammar = std::make_shared<const rill::grammar::Grammar>(rill::grammar::parse_gbnf(tool_call_gbnf(ToolSyntax::Gemma4, tools, true)));
+    const auto accepts = [&](const std::string& text) {
+        rill::grammar::Matcher m(grammar);
+        return m.accept(text) && m.accepting();
+    };
+    CHECK(accepts("<|tool_call>call:get_weather{city:<|\"|>Oslo<|\"|>}<tool_call|>"));
+    CHECK(accepts("<|tool_call>call:get_weather{city:<|\"|>a < b<|\"|>,days:-3,opts:{deep:true},tags:[<|\"|>x<|\"|>],unit:<|\"|>c<|\"|>}<tool_call|>"
+                  "<|tool_call>call:ping{}<tool_call|>"));
+    CHECK_FALSE(accepts("<|tool_call>call:get_weather{days:3}<tool_call|>"));                              // city is required
+    CHECK_FALSE(accepts("<|tool_call>call:get_weather{unit:<|\"|>c<|\"|>,city:<|\"|>Oslo<|\"|>}<tool_call|>"));  // not in sorted order
+    CHECK_FALSE(accepts("<|tool_call>call:get_weather{city:<|\"|>Oslo<|\"|>,unit:<|\"|>k<|\"|>}<tool_call|>"));  // not in the enum
+    CHECK_FALSE(accepts("<|tool_call>call:get_weather{city:<|\"|>Oslo<|\"|>,days:1.5}<tool_call|>"));
+    CHECK_FALSE(accepts("<|tool_call>call:get_time{}<tool_call|>"));
+    CHECK(accepts("<|tool_call>call:set{fixed:<|\"|>on<|\"|>,mode:{k:[<|\"|>v<|\"|>]},zone:<|\"|>CET<|\"|>}<tool_call|>"));
+    CHECK(accepts("<|tool_call>call:set{fixed:<|\"|>on<|\"|>,mode:null,zone:<|\"|>UTC<|\"|>}<tool_call|>"));
+    CHECK_FALSE(accepts("<|tool_call>call:set{fixed:<|\"|>on<|\"|>,mode:2,zone:<|\"|>UTC<|\"|>}<tool_call|>"));
+    CHECK_FALSE(accepts("<|tool_call>call:set{fixed:<|\"|>on<|\"|>,mode:1,zone:<|\"|>utc<|\"|>}<tool_call|>"));
+    // What the grammar writes, the parser reads.
+    std::vector<ToolCall> calls;
+    REQUIRE(parse_tool_calls("<|tool_call>call:get_weather{city:<|\"|>a < b<|\"|>,days:-3,opts:{deep:true}}<tool_call|>", calls));
+    CHECK(calls[0].arguments == R"({"city":"a < b","days":-3,"opts":{"deep":true}})");
+    const auto one = std::make_shared<const rill::grammar::Grammar>(rill::grammar::parse_gbnf(tool_call_gbnf(ToolSyntax::Gemma4, tools, false)));
+    rill::grammar::Matcher single(one);
+    CHECK_FALSE(single.accept("<|tool_call>call:ping{}<tool_call|><|tool_call>"));
+}
+
+// The template in llama.cpp's Gemma 4 vocabulary file is one of the first: it reads tool results only
+// from the assistant turn's tool_responses. The expected text is Jinja2's rendering of the messages
+// as llama.cpp converts them (tests/tools/hf_render.py).
+TEST_CASE("for Gemma 4's first templates, tool results move into the assistant turn that called, as llama.cpp does", "[serve_tools]") {
+    const auto source = rill::GgufFile::open(rill::test::shared_path("vocab/ggml-vocab-gemma-4.gguf")).get_string("tokenizer.chat_template");
+    REQUIRE(source);
+    CHECK(tool_syntax(*source) == ToolSyntax::Gemma4);
+    CHECK_FALSE(gemma4_template_reads_tool_messages(*source));
+    const auto messages = nlohmann::ordered_json::parse(R"([{"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "{\"temp\": 21}"},
+        {"role": "assistant", "content": "It is 21."},
+        {"role": "user", "content": "And now?"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c2", "type": "function", "function": {"name": "get_time", "arguments": {}}}]},
+        {"role": "tool", "tool_call_id": "c2", "content": "14:05"}])");
+    const auto converted = gemma4_tool_responses(messages);
+    REQUIRE(converted.size() == 4);
+    CHECK(converted[1]["tool_responses"] == nlohmann::ordered_json::parse(R"([{"name": "get_weather", "response": {"temp": 21}}])"));
+    CHECK(converted[1]["content"] == "It is 21.");
+    CHECK(converted[3]["tool_responses"][0]["response"] == "14:05");
+    rill::ChatTemplateInput input;
+    input.messages = converted;
+    input.add_generation_prompt = true;
+    input.bos_token = "<bos>";
+    CHECK(rill::render_chat_template(*source, input) ==
+          "<bos><|turn>user\nWeather in Paris?<turn|>\n<|turn>model\n<|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>}<tool_call|>"
+          "<|tool_response>response:get_weather{temp:21}<tool_response|>It is 21.<turn|>\n<|turn>user\nAnd now?<turn|>\n<|turn>model\n"
+          "<|tool_call>call:get_time{}<tool_call|><|tool_response>response:get_time{value:<|\"|>14:05<|\"|>}<tool_response|><|channel>thought\n<channel|>");
+    // The current template scans the "tool" messages itself.
+    const auto cases = nlohmann::json::parse(rill::test::read_text(rill::test::shared_path("chat-templates/cases-2026.json")));
+    CHECK(gemma4_template_reads_tool_messages(cases["google-gemma-4-31B-it"]["template"].get<std::string>()));
 }

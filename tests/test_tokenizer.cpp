@@ -93,6 +93,49 @@ TEST_CASE("Qwen3.5's vocabulary reproduces all 50 of llama.cpp's vectors and rou
     }
 }
 
+// Gemma 4's vocabulary (tokenizer model "gemma4": BPE over text with spaces written as U+2581, byte tokens).
+TEST_CASE("Gemma 4's vocabulary reproduces all 46 of llama.cpp's vectors and round-trips them", "[tokenizer]") {
+    const std::string base = test::shared_path("vocab/ggml-vocab-gemma-4.gguf");
+    const Vocab vocab = load_vocab(GgufFile::open(base));
+    CHECK(vocab.kind == TokenizerKind::BytePairs);
+    CHECK(vocab.pre == "gemma4");
+    const VectorSet set = read_vectors(base);
+    REQUIRE(set.inputs.size() == 46);
+    for (size_t i = 0; i < set.inputs.size(); ++i) {
+        INFO("case " << i << " '" << set.inputs[i] << "'");
+        const auto ids = tokenize(vocab, set.inputs[i], {.add_special = false});
+        CHECK(std::vector<int>(ids.begin(), ids.end()) == set.outputs[i]);
+        CHECK(detokenize(vocab, ids) == set.inputs[i]);
+    }
+}
+
+TEST_CASE("Gemma 4 falls back to byte tokens, starts with BOS and ends turns at <turn|>, <eos> and <|tool_response>", "[tokenizer]") {
+    const Vocab vocab = load_vocab(GgufFile::open(test::shared_path("vocab/ggml-vocab-gemma-4.gguf")));
+    const std::string text = "a\x04\x06 b \xf4\x8f\xbf\xbd";  // these characters have no token of their own
+    const auto ids = tokenize(vocab, text, {.add_special = true});
+    REQUIRE(ids.size() >= 3);
+    CHECK(ids.front() == vocab.bos);
+    CHECK(std::find(ids.begin(), ids.end(), vocab.find("<0x04>")) != ids.end());
+    CHECK(std::find(ids.begin(), ids.end(), vocab.find("<0xF4>")) != ids.end());
+    CHECK(detokenize(vocab, ids) == text);
+    for (const char* end : {"<eos>", "<turn|>", "<|tool_response>"}) {
+        INFO(end);
+        CHECK(vocab.is_end_of_generation(vocab.find(end)));
+    }
+    CHECK_FALSE(vocab.is_end_of_generation(vocab.find("</s>")));
+    CHECK_FALSE(vocab.is_end_of_generation(vocab.find("<|turn>")));
+    // The tool-call markers are user-defined: read from plain text and always printed.
+    const std::string call = "<|tool_call>call:f{a:<|\"|>x<|\"|>}<tool_call|>";
+    const auto call_ids = tokenize(vocab, call, {.add_special = false});
+    CHECK(call_ids.front() == vocab.find("<|tool_call>"));
+    CHECK(detokenize(vocab, call_ids) == call);
+    // <|tool_response> is a control token: only parse-special reads it, and it prints only when asked.
+    const auto response = tokenize(vocab, "<|tool_response>", {.add_special = false, .parse_special = true});
+    CHECK(response == std::vector<int32_t>{vocab.find("<|tool_response>")});
+    CHECK(tokenize(vocab, "<|tool_response>", {.add_special = false}).size() > 1);
+    CHECK(detokenize(vocab, response).empty());
+}
+
 TEST_CASE("byte-level BPE detokenizes every test string back to itself", "[tokenizer]") {
     for (const char* name : {"llama-bpe", "gpt-2", "deepseek-coder", "deepseek-llm", "falcon", "mpt", "refact", "starcoder"}) {
         const std::string base = test::shared_path(std::string("vocab/ggml-vocab-") + name + ".gguf");

@@ -47,6 +47,7 @@ const std::vector<Recipe>& recipes() {
         {"olmo", {kGpt2}},
         {"qwen2", {kQwen2}},
         {"qwen35", {kQwen35}},
+        {"gemma4", {R"([^\n]+|[\n]+)"}},  // BPE over the whole line: only runs of newlines are cut apart
         {"stablelm2", {kQwen2}},
         {"starcoder", {R"(\p{N})", kGpt2}},
         {"refact", {R"(\p{N})", kGpt2}},

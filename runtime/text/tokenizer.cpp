@@ -82,7 +82,10 @@ std::vector<int32_t> tokenize(const Vocab& vocab, std::string_view text, Tokeniz
                 tokenize_spm(vocab, replace_all(escaped, " ", kSpmSpace), out);
                 break;
             }
-            case TokenizerKind::BytePairs: tokenize_bpe(vocab, f.text, out); break;
+            case TokenizerKind::BytePairs:
+                if (vocab.escaped_spaces) tokenize_bpe(vocab, replace_all(f.text, " ", kSpmSpace), out);
+                else tokenize_bpe(vocab, f.text, out);
+                break;
             case TokenizerKind::WordPiece: tokenize_wpm(vocab, f.text, out); break;
         }
         after_special = false;
@@ -107,7 +110,7 @@ std::string token_text(const Vocab& vocab, int32_t id, bool after_bos, bool rend
         case TokenKind::Normal: break;
     }
     switch (vocab.kind) {
-        case TokenizerKind::BytePairs: return bpe_token_bytes(piece);
+        case TokenizerKind::BytePairs: return vocab.escaped_spaces ? replace_all(piece, kSpmSpace, " ") : bpe_token_bytes(piece);
         case TokenizerKind::SentencePiece: {
             std::string text = replace_all(piece, kSpmSpace, " ");
             if (after_bos && vocab.add_space_prefix && !text.empty() && text[0] == ' ') text.erase(0, 1);

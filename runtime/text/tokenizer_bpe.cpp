@@ -59,9 +59,11 @@ std::string valid_utf8(std::string_view text) {
     return out;
 }
 
+bool all_newlines(std::string_view word) { return word.find_first_not_of('\n') == std::string_view::npos; }
+
 // Merges one pre-tokenized, byte-mapped word by merge rank and appends its tokens.
 void encode_word(const Vocab& vocab, std::string_view word, std::vector<int32_t>& out) {
-    if (vocab.ignore_merges) {
+    if (vocab.ignore_merges || (vocab.escaped_spaces && all_newlines(word))) {
         if (const int32_t id = vocab.find(word); id >= 0) {
             out.push_back(id);
             return;
@@ -82,8 +84,10 @@ void encode_word(const Vocab& vocab, std::string_view word, std::vector<int32_t>
             continue;
         }
         // No token for the merged text: fall back to single-byte tokens, skipping any that are missing.
-        for (const char c : piece)
-            if (const int32_t id = vocab.find(std::string_view(&c, 1)); id >= 0) out.push_back(id);
+        for (const char c : piece) {
+            const int32_t id = vocab.escaped_spaces ? vocab.byte_tokens[uint8_t(c)] : vocab.find(std::string_view(&c, 1));
+            if (id >= 0) out.push_back(id);
+        }
     }
 }
 
@@ -97,7 +101,9 @@ void tokenize_bpe(const Vocab& vocab, std::string_view raw, std::vector<int32_t>
     std::string mapped;
     for (const std::string_view word : vocab.pre_tokenizer->split(text)) {
         mapped.clear();
-        for (const char c : word) mapped += map.to_text[uint8_t(c)];
+        if (vocab.escaped_spaces) mapped = word;  // merges and tokens are raw UTF-8
+        else
+            for (const char c : word) mapped += map.to_text[uint8_t(c)];
         auto [it, fresh] = cache.try_emplace(mapped);
         if (fresh) encode_word(vocab, mapped, it->second);
         out.insert(out.end(), it->second.begin(), it->second.end());

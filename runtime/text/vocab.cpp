@@ -27,6 +27,7 @@ std::string lower(std::string s) {
 constexpr std::string_view kTurnEnds[] = {"<|eot_id|>", "<|im_end|>", "<end_of_turn>", "<|end|>", "<|endoftext|>",
                                           "<|eom_id|>", "<|end_of_text|>", "</s>", "<｜end▁of▁sentence｜>",
                                           "<|end_of_role|>"};
+constexpr std::string_view kGemma4TurnEnds[] = {"<eos>", "<turn|>", "<|tool_response>"};
 
 }  // namespace
 
@@ -43,11 +44,13 @@ Vocab load_vocab(const GgufFile& f) {
     Vocab v;
     v.model = f.get_string("tokenizer.ggml.model").value_or("");
     if (v.model == "llama") v.kind = TokenizerKind::SentencePiece;
-    else if (v.model == "gpt2") v.kind = TokenizerKind::BytePairs;
+    else if (v.model == "gpt2" || v.model == "gemma4") v.kind = TokenizerKind::BytePairs;
     else if (v.model == "bert") v.kind = TokenizerKind::WordPiece;
     else
-        throw Error(f.name() + ": tokenizer model '" + v.model + "' is not supported (supported: llama, gpt2, bert)");
+        throw Error(f.name() + ": tokenizer model '" + v.model + "' is not supported (supported: llama, gpt2, gemma4, bert)");
     v.pre = f.get_string("tokenizer.ggml.pre").value_or("default");  // absent in older files: llama.cpp's default
+    v.escaped_spaces = v.model == "gemma4";
+    if (v.escaped_spaces) v.pre = "gemma4";  // the model implies its pre-tokenizer, whatever the file says
     if (v.kind == TokenizerKind::BytePairs) {
         try {
             v.pre_tokenizer = std::make_shared<const PreTokenizer>(v.pre);
@@ -89,7 +92,7 @@ Vocab load_vocab(const GgufFile& f) {
     }
 
     std::fill(std::begin(v.byte_tokens), std::end(v.byte_tokens), -1);
-    if (v.kind == TokenizerKind::SentencePiece) {
+    if (v.kind == TokenizerKind::SentencePiece || v.escaped_spaces) {
         for (int b = 0; b < 256; ++b) {
             char name[8];
             std::snprintf(name, sizeof name, "<0x%02X>", b);
@@ -109,6 +112,7 @@ Vocab load_vocab(const GgufFile& f) {
     v.add_eos = f.get_bool("tokenizer.ggml.add_eos_token").value_or(v.kind == TokenizerKind::WordPiece);
     v.add_space_prefix = f.get_bool("tokenizer.ggml.add_space_prefix").value_or(spm);
     v.ignore_merges = v.pre == "llama-bpe" || v.pre == "llama3";
+    if (v.escaped_spaces) v.add_bos = true;  // Gemma 4 always starts with BOS, as llama.cpp insists whatever the file says
     if (v.kind == TokenizerKind::WordPiece) {
         if (v.bos < 0) v.bos = v.cls;
         if (v.eos < 0) v.eos = v.sep;
@@ -131,9 +135,21 @@ Vocab load_vocab(const GgufFile& f) {
 
     for (const int32_t id : {v.eos, v.eot})
         if (id >= 0) v.end_of_generation.push_back(id);
-    for (const std::string_view text : kTurnEnds)
+    // Gemma 4 ends a turn with <turn|>, and a tool call with <|tool_response>: the file marks that one
+    // user-defined, so it is made a control token (never read from plain text, not printed), as llama.cpp does.
+    // Its vocabulary also holds a plain-text "</s>", which ends nothing.
+    const bool gemma4_turns = v.find("<|tool_response>") >= 0;
+    if (gemma4_turns)
+        for (const std::string_view text : kGemma4TurnEnds)
+            if (const int32_t id = v.find(text); id >= 0) {
+                if (v.kinds[size_t(id)] == TokenKind::UserDefined) v.kinds[size_t(id)] = TokenKind::Control;
+                if (!v.is_end_of_generation(id)) v.end_of_generation.push_back(id);
+            }
+    for (const std::string_view text : kTurnEnds) {
+        if (gemma4_turns && text == "</s>") continue;
         if (const int32_t id = v.find(text); id >= 0 && v.kinds[size_t(id)] == TokenKind::Control && !v.is_end_of_generation(id))
             v.end_of_generation.push_back(id);
+    }
     return v;
 }
 

@@ -14,7 +14,8 @@ namespace rill {
 
 enum class TokenKind : int32_t { Normal = 1, Unknown = 2, Control = 3, UserDefined = 4, Unused = 5, Byte = 6 };
 
-// tokenizer.ggml.model: "llama" is SentencePiece, "gpt2" byte-level BPE, "bert" WordPiece.
+// tokenizer.ggml.model: "llama" is SentencePiece, "gpt2" byte-level BPE, "bert" WordPiece; "gemma4" is BPE over
+// SentencePiece-style text (spaces written as U+2581, byte tokens <0xNN>), see Vocab::escaped_spaces.
 enum class TokenizerKind { SentencePiece, BytePairs, WordPiece };
 
 struct Vocab {
@@ -33,7 +34,10 @@ struct Vocab {
     int32_t bos = -1, eos = -1, eot = -1, unk = -1, sep = -1, cls = -1, pad = -1;
     bool add_bos = false, add_eos = false, add_space_prefix = false;
     bool ignore_merges = false;  // Llama 3: a word that is a whole token is taken as is, before any merge
-    int32_t byte_tokens[256];    // SentencePiece: id of <0xNN>, or -1
+    // Gemma 4: BPE merges raw UTF-8 (no GPT-2 byte mapping) with spaces written as U+2581, a run of newlines
+    // that is a token is taken whole, and what no token covers falls back to the <0xNN> byte tokens.
+    bool escaped_spaces = false;
+    int32_t byte_tokens[256];    // SentencePiece and Gemma 4: id of <0xNN>, or -1
     size_t longest_token = 0;    // in bytes
 
     int32_t size() const { return int32_t(tokens.size()); }

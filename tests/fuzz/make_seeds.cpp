@@ -183,10 +183,12 @@ bool reply_seeds(const std::filesystem::path& dir) {
         {char(0x1b), "[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {}, \"id\": \"abcdefghi\"}]"},
         {char(0x1c), "<|tool_call|>[{\"name\": \"f\", \"arguments\": {\"s\": \"x\"}}]"},
         {char(0x1d), "{\"tool_calls\": [{\"name\": \"f\", \"arguments\": {}}]}"},
+        {char(0x1e), "<|channel>thought\nplan<channel|>Sure.<|tool_call>call:f{a:<|\"|>x<|\"|>,b:[1,{c:true}],d:-2.5e3}<tool_call|>"
+                     "<|tool_call>call:g{}<tool_call|>"},
     };
     int n = 0;
     for (const auto& [pick, text] : replies) n += write_text(dir / ("reply" + std::to_string(n)), std::string(1, pick) + text);
-    return n == 6;
+    return n == 7;
 }
 
 int main(int argc, char** argv) {

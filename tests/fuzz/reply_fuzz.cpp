@@ -1,5 +1,5 @@
 // libFuzzer harness: a model's reply text through the parser that splits it into content, reasoning
-// and tool calls (apps/serve_tools.h), for every call syntax. Generated text is not trusted: whatever
+// and tool calls (apps/serve_tools.h), for every call syntax (Gemma 4's channels and calls included). Generated text is not trusted: whatever
 // the bytes, parsing must not crash, and the reply fed a byte at a time must split exactly as the
 // whole reply does (what a streaming client sees is what a non-streaming one gets).
 #include <cstddef>
@@ -29,9 +29,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const uint8_t pick = data[0];
     const std::string_view reply(reinterpret_cast<const char*>(data + 1), size - 1);
     constexpr ToolSyntax kSyntaxes[] = {ToolSyntax::Hermes, ToolSyntax::XmlFunction, ToolSyntax::Llama3, ToolSyntax::Mistral,
-                                        ToolSyntax::Granite, ToolSyntax::Generic};
+                                        ToolSyntax::Granite, ToolSyntax::Generic, ToolSyntax::Gemma4};
     const OutputOptions options{.tools = (pick & 8) != 0, .reasoning = (pick & 16) != 0, .starts_in_reasoning = (pick & 48) == 48,
-                                .syntax = kSyntaxes[(pick & 7) % 6]};
+                                .syntax = kSyntaxes[(pick & 7) % 7]};
     const ChatOutput whole = parse_chat_output(options, reply);
     ChatOutputStream stream(options);
     ChatOutput pieces;

@@ -19,8 +19,11 @@ const RILL = process.env.RILL_BIN;
 const SHARED = process.env.RILL_SHARED;
 const ADD_TEMPLATE = process.env.RILL_ADD_TEMPLATE;
 const RANDOM_MODEL = `${SHARED}/models/tiny-random-llama2/llama-2-tiny-random.gguf`;
-const CASES = JSON.parse(fs.readFileSync(`${SHARED}/chat-templates/cases.json`, 'utf8'));
-// The template families whose tool syntax the server parses, by their model in cases.json.
+const CASES = {
+  ...JSON.parse(fs.readFileSync(`${SHARED}/chat-templates/cases.json`, 'utf8')),
+  ...JSON.parse(fs.readFileSync(`${SHARED}/chat-templates/cases-2026.json`, 'utf8')),
+};
+// The template families whose tool syntax the server parses, by their model in cases.json (or cases-2026.json).
 const FAMILIES = {
   hermes: 'Qwen-Qwen2.5-7B-Instruct',
   qwen3: 'Qwen-Qwen3-0.6B',
@@ -28,6 +31,7 @@ const FAMILIES = {
   mistral: 'mistralai-Mistral-Nemo-Instruct-2407',
   granite: 'ibm-granite-granite-3.3-2B-Instruct',
   deepseek: 'deepseek-ai-DeepSeek-R1-Distill-Qwen-32B',
+  gemma4: 'google-gemma-4-31B-it',
 };
 
 const ajv = new Ajv({ strict: false, allErrors: true });
@@ -282,7 +286,7 @@ test('a named tool_choice always calls that function', async () => {
 });
 
 test('streamed tool-call deltas join to exactly the non-streamed calls', async () => {
-  for (const server of [plain, templated.hermes, templated.mistral]) {
+  for (const server of [plain, templated.hermes, templated.mistral, templated.gemma4]) {
     const openai = client(server);
     const request = {
       model: (await openai.models.list()).data[0].id, messages: ask('weather?'), tools: [weather, clock], tool_choice: 'required',
@@ -344,6 +348,8 @@ test('canned replies in each family\'s call syntax parse to the right calls, str
     ['mistral', '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Rome", "unit": "c"}, "id": "a1b2c3d4e"}, {"name": "get_time", "arguments": {"zone": "CET"}, "id": "f5g6h7i8j"}]',
       null, [['get_weather', { city: 'Rome', unit: 'c' }], ['get_time', { zone: 'CET' }]]],
     ['granite', '<|tool_call|>[{"name": "get_time", "arguments": {"zone": "EST"}}]', null, [['get_time', { zone: 'EST' }]]],
+    ['gemma4', '<|channel>thought\nplan<channel|>Let me look.<|tool_call>call:get_weather{city:<|"|>Paris<|"|>,unit:<|"|>c<|"|>}<tool_call|>'
+      + '<|tool_call>call:get_time{zone:<|"|>CET<|"|>}<tool_call|>', 'Let me look.', [['get_weather', { city: 'Paris', unit: 'c' }], ['get_time', { zone: 'CET' }]]],
   ];
   for (const [family, text, content, calls] of cases) {
     for (const stream of [false, true]) {
@@ -376,7 +382,7 @@ test('a conversation with assistant tool_calls and tool results is accepted thro
   }
 });
 
-test('text inside <think> goes to reasoning_content, streamed or not', async () => {
+test('text inside <think> (Gemma 4: its thought channel) goes to reasoning_content, streamed or not', async () => {
   for (const stream of [false, true]) {
     const qwen3 = await cannedReply(templated.qwen3, '<think>\nplan it\n</think>\n\nThe answer.', null, stream);
     assert.equal(qwen3.message.reasoning_content, '\nplan it\n');
@@ -386,10 +392,39 @@ test('text inside <think> goes to reasoning_content, streamed or not', async () 
     const r1 = await cannedReply(templated.deepseek, 'hmm</think>\n\nDone.', null, stream, { chat_template_kwargs: { enable_thinking: true } });
     assert.equal(r1.message.reasoning_content, 'hmm');
     assert.equal(r1.message.content, 'Done.');
+    // Gemma 4 thinks in a channel: <|channel>thought, the reasoning, <channel|>.
+    const gemma4 = await cannedReply(templated.gemma4, '<|channel>thought\nplan it\n<channel|>The answer.', null, stream, { chat_template_kwargs: { enable_thinking: true } });
+    assert.equal(gemma4.message.reasoning_content, 'plan it\n');
+    assert.equal(gemma4.message.content, 'The answer.');
   }
   // A model without <think> in its template keeps the text as it is.
   const plainReply = await cannedReply(plain, '<think>x</think>y', null);
   assert.equal(plainReply.message.content, '<think>x</think>y');
+});
+
+test('a template that writes BOS gets one BOS, not two: the tokenizer\'s stands for the template\'s, as in llama.cpp', async () => {
+  for (const family of ['llama3', 'gemma4']) {
+    const server = templated[family];
+    const post = async (route, body) => (await fetch(`${server.url}${route}`, { method: 'POST', body: JSON.stringify(body) })).json();
+    const { prompt } = await post('/apply-template', { messages: ask('hi') });
+    assert.ok(!prompt.startsWith('<s>'), `${family}: ${prompt}`);
+    const ids = (await post('/tokenize', { content: prompt, add_special: true })).tokens;
+    assert.equal(ids[0], 1, family);
+    assert.notEqual(ids[1], 1, family);
+    const r = await client(server).chat.completions.create({ model: family, messages: ask('hi'), max_tokens: 1, temperature: 0 });
+    assert.equal(r.usage.prompt_tokens, ids.length, family);
+  }
+});
+
+test('after a Gemma 4 turn of text, calls and their results the prompt opens the model\'s next turn, as llama.cpp does', async () => {
+  const messages = [
+    ...ask('Weather in Paris?'),
+    { role: 'assistant', content: 'Let me check.', tool_calls: [{ id: 'c1', type: 'function', function: { name: 'get_weather', arguments: '{"city": "Paris", "unit": "c"}' } }] },
+    { role: 'tool', tool_call_id: 'c1', content: '{"temp": 21}' },
+  ];
+  const res = await fetch(`${templated.gemma4.url}/apply-template`, { method: 'POST', body: JSON.stringify({ messages, tools: [weather] }) });
+  const { prompt } = await res.json();
+  assert.ok(prompt.endsWith('<tool_response|>Let me check.<turn|>\n<|turn>model\n'), prompt);
 });
 
 test('chat_template_kwargs and reasoning_effort reach the template', async () => {

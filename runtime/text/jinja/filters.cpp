@@ -282,6 +282,25 @@ Value f_sort(Renderer& r, const Value& v, CallArgs& a) {
     return list(std::move(out));
 }
 
+// A mapping's (key, value) pairs sorted by key (or by value), strings compared lowercased unless case-sensitive.
+Value f_dictsort(Renderer& r, const Value& v, CallArgs& a) {
+    const auto args = bind(a, {"case_sensitive", "by", "reverse"}, "dictsort");
+    if (!v.is(Kind::Dict)) throw Failure("dictsort: can only sort a mapping, not '" + type_name(v) + "'");
+    const std::string by = given(args[1]) ? to_str(args[1]) : "key";
+    if (by != "key" && by != "value") throw Failure("You can only sort by either \"key\" or \"value\"");
+    const bool reverse = truthy(args[2]);
+    std::vector<std::pair<Value, Value>> keyed;
+    for (const auto& [k, val] : v.dict().items)
+        keyed.emplace_back(sort_key(by == "key" ? k : val, Value{}, truthy(args[0])), list({k, val}, true));
+    step(r, static_cast<std::int64_t>(keyed.size()));
+    std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& x, const auto& y) {
+        return reverse ? less(y.first, x.first) : less(x.first, y.first);
+    });
+    std::vector<Value> out;
+    for (auto& [k, item] : keyed) out.push_back(std::move(item));
+    return list(std::move(out));
+}
+
 Value f_unique(Renderer& r, const Value& v, CallArgs& a) {
     const auto args = bind(a, {"case_sensitive", "attribute"}, "unique");
     std::vector<Value> out, seen_other;
@@ -377,7 +396,7 @@ struct NamedFilter {
 };
 constexpr NamedFilter kFilters[] = {
     {"abs", f_abs}, {"attr", f_attr}, {"capitalize", f_capitalize}, {"count", f_length},
-    {"d", f_default}, {"default", f_default}, {"e", f_escape}, {"escape", f_escape},
+    {"d", f_default}, {"default", f_default}, {"dictsort", f_dictsort}, {"e", f_escape}, {"escape", f_escape},
     {"first", f_first}, {"float", f_float}, {"indent", f_indent}, {"int", f_int},
     {"items", f_items}, {"join", f_join}, {"last", f_last}, {"length", f_length},
     {"list", f_list}, {"lower", f_lower}, {"map", f_map}, {"reject", f_reject},
