@@ -160,8 +160,26 @@ int info(const InfoFlags& f) {
     std::printf("vocabulary    %d tokens\n", hp.n_vocab);
     std::printf("embedding     %d\n", hp.n_embd);
     std::printf("layers        %d\n", hp.n_layer);
-    std::printf("feed-forward  %d\n", hp.n_ff);
-    std::printf("heads         %d query, %d key/value (head size %d)\n", hp.n_head, hp.n_head_kv, hp.head_dim);
+    // Gemma 4's layers differ: the range of FFN widths, and the heads of a sliding and of a full layer.
+    int narrowest_ff = hp.n_ff, shared_kv = 0, first_full = -1, first_sliding = -1;
+    for (int l = 0; l < hp.n_layer; ++l) {
+        narrowest_ff = std::min(narrowest_ff, hp.n_ff_of(l));
+        shared_kv += !hp.recurrent(l) && !hp.owns_kv(l);
+        if (hp.sliding(l) && first_sliding < 0) first_sliding = l;
+        if (!hp.sliding(l) && first_full < 0) first_full = l;
+    }
+    if (narrowest_ff != hp.n_ff) std::printf("feed-forward  %d to %d (per layer)\n", narrowest_ff, hp.n_ff);
+    else std::printf("feed-forward  %d\n", hp.n_ff);
+    if (!hp.layer_head_dim.empty() && first_sliding >= 0 && first_full >= 0)
+        std::printf("heads         %d query; sliding layers %d key/value of %d, full layers %d key/value of %d\n", hp.n_head,
+                    hp.n_head_kv_of(first_sliding), hp.head_dim_of(first_sliding), hp.n_head_kv_of(first_full), hp.head_dim_of(first_full));
+    else
+        std::printf("heads         %d query, %d key/value (head size %d)\n", hp.n_head, hp.n_head_kv, hp.head_dim);
+    if (shared_kv > 0)
+        std::printf("KV sharing    the last %d layers attend over earlier layers' keys and values and keep none\n", shared_kv);
+    if (model->ple_token_embd)
+        std::printf("per-layer     %d-wide embeddings per layer; their %s table is read a row per token from the mapped file\n",
+                    hp.n_embd_per_layer, human_bytes(double(model->ple_token_embd.tensor->n_bytes)).c_str());
     std::printf("rope          %s, %d dims, base %g%s\n", rope, hp.n_rot, hp.rope.freq_base,
                 model->rope_freqs ? ", with rope_freqs" : "");
     if (sliding_layers > 0)
