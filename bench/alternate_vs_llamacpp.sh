@@ -3,14 +3,15 @@
 # in memory at once (rill bench --vs-llamacpp keeps its copy loaded while llama.cpp loads another). Here
 # each side is its own process, one after the other, REPS times: each pair is run moments apart, and the
 # medians of the per-pair ratios are printed as rill bench --vs-llamacpp prints them.
-#   bench/alternate_vs_llamacpp.sh MODEL.gguf [REPS=5] [THREADS=2]
-# Both read the weights into memory (--no-mmap / -mmp 0), prompt 512 and 128 decoded tokens; each process
+#   bench/alternate_vs_llamacpp.sh MODEL.gguf [REPS=5] [THREADS=2] [N_GEN=128]
+# Both read the weights into memory (--no-mmap / -mmp 0), prompt 512 and N_GEN decoded tokens; each process
 # does its own warm-up. Needs node (for the JSON) and the peer in $RILL_SHARED or ../shared.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 model=${1:?usage: bench/alternate_vs_llamacpp.sh MODEL.gguf [REPS] [THREADS]}
 reps=${2:-5}
 threads=${3:-2}
+n_gen=${4:-128}
 peer=${RILL_SHARED:-$here/../shared}/peers/llamacpp
 rill=$here/build/bin/rill
 out=$(mktemp -d)
@@ -18,9 +19,9 @@ trap 'rm -rf --one-file-system "$out"' EXIT
 
 for ((i = 1; i <= reps; ++i)); do
   echo "pair $i/$reps: rill" >&2
-  "$rill" bench -m "$model" -p 512 -n 128 -r 1 -t "$threads" --no-mmap -o json >"$out/rill.$i.json"
+  "$rill" bench -m "$model" -p 512 -n "$n_gen" -r 1 -t "$threads" --no-mmap -o json >"$out/rill.$i.json"
   echo "pair $i/$reps: llama.cpp" >&2
-  "$peer" bench -m "$model" -p 512 -n 128 -r 1 -t "$threads" -mmp 0 -o json >"$out/llama.$i.json"
+  "$peer" bench -m "$model" -p 512 -n "$n_gen" -r 1 -t "$threads" -mmp 0 -o json >"$out/llama.$i.json"
 done
 
 node - "$out" "$reps" <<'EOF'
