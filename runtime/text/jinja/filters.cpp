@@ -267,12 +267,8 @@ Value sort_key(const Value& item, const Value& attribute, bool case_sensitive) {
     return key;
 }
 
-Value f_sort(Renderer& r, const Value& v, CallArgs& a) {
-    const auto args = bind(a, {"reverse", "case_sensitive", "attribute"}, "sort");
-    const bool reverse = truthy(args[0]);
-    std::vector<std::pair<Value, Value>> keyed;
-    const auto iterated = items_of(v);  // keeps a freshly built list alive through the loop
-    for (const Value& item : iterated->items) keyed.emplace_back(sort_key(item, args[2], truthy(args[1])), item);
+// The items of (sort key, item) pairs in key order (stable), as a list.
+Value sorted_items(Renderer& r, std::vector<std::pair<Value, Value>> keyed, bool reverse) {
     step(r, static_cast<std::int64_t>(keyed.size()));
     std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& x, const auto& y) {
         return reverse ? less(y.first, x.first) : less(x.first, y.first);
@@ -280,6 +276,15 @@ Value f_sort(Renderer& r, const Value& v, CallArgs& a) {
     std::vector<Value> out;
     for (auto& [k, item] : keyed) out.push_back(std::move(item));
     return list(std::move(out));
+}
+
+Value f_sort(Renderer& r, const Value& v, CallArgs& a) {
+    const auto args = bind(a, {"reverse", "case_sensitive", "attribute"}, "sort");
+    const bool reverse = truthy(args[0]);
+    std::vector<std::pair<Value, Value>> keyed;
+    const auto iterated = items_of(v);  // keeps a freshly built list alive through the loop
+    for (const Value& item : iterated->items) keyed.emplace_back(sort_key(item, args[2], truthy(args[1])), item);
+    return sorted_items(r, std::move(keyed), reverse);
 }
 
 // A mapping's (key, value) pairs sorted by key (or by value), strings compared lowercased unless case-sensitive.
@@ -292,13 +297,7 @@ Value f_dictsort(Renderer& r, const Value& v, CallArgs& a) {
     std::vector<std::pair<Value, Value>> keyed;
     for (const auto& [k, val] : v.dict().items)
         keyed.emplace_back(sort_key(by == "key" ? k : val, Value{}, truthy(args[0])), list({k, val}, true));
-    step(r, static_cast<std::int64_t>(keyed.size()));
-    std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& x, const auto& y) {
-        return reverse ? less(y.first, x.first) : less(x.first, y.first);
-    });
-    std::vector<Value> out;
-    for (auto& [k, item] : keyed) out.push_back(std::move(item));
-    return list(std::move(out));
+    return sorted_items(r, std::move(keyed), reverse);
 }
 
 Value f_unique(Renderer& r, const Value& v, CallArgs& a) {
