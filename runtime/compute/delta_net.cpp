@@ -5,6 +5,7 @@
 
 #include <omp.h>
 
+#include "runtime/compute/causal_conv.h"
 #include "runtime/compute/gemm.h"
 #include "runtime/compute/ops.h"
 #include "simd/dot.h"
@@ -24,21 +25,6 @@ void l2_normalise(float* x, int n, float eps) {
     for (int i = 0; i < n; ++i) sum += double(x[i]) * x[i];
     const float scale = 1.0f / std::max(std::sqrt(float(sum)), eps);
     for (int i = 0; i < n; ++i) x[i] *= scale;
-}
-
-// The causal convolution of channels [first, last) of one token's raw channels u (conv_dim) with the
-// window before it, in place (SiLU follows); the window moves on by this token (the raw u, not the
-// convolved value).
-void convolve(float* u, float* window, const float* taps, int channels, int kernel, int first, int last) {
-    for (int ch = first; ch < last; ++ch) {
-        const float* w = taps + size_t(ch) * size_t(kernel);
-        float acc = 0;
-        for (int i = 0; i < kernel - 1; ++i) acc += window[size_t(i) * size_t(channels) + size_t(ch)] * w[i];
-        acc += u[ch] * w[kernel - 1];
-        for (int i = 0; i + 1 < kernel - 1; ++i) window[size_t(i) * size_t(channels) + size_t(ch)] = window[size_t(i + 1) * size_t(channels) + size_t(ch)];
-        if (kernel > 1) window[size_t(kernel - 2) * size_t(channels) + size_t(ch)] = u[ch];
-        u[ch] = acc;
-    }
 }
 
 // The reference path's delta rule: the same operations as the kernels' (simd/delta_rule.inl) in
@@ -133,18 +119,10 @@ void gated_delta_net(const Hparams& hp, const LayerWeights& L, int layer, const 
     matmul(projections, xn, n, mm);
 
     const float *taps = floats(L.ssm_conv), *dt_bias = floats(L.ssm_dt_bias), *a = floats(L.ssm_a);
-    for (int t = 0; t < n; ++t)
-        if (places[size_t(t)].pos == 0) places[size_t(t)].recurrent->clear(layer);
-    // The convolution runs down the rows in order, each channel on its own (a channel's window is
-    // its own), so a prompt's channels are shared among the threads in fixed blocks; what follows is
-    // each row's own.
+    // A row at position 0 starts its sequence: the convolution clears its window and matrices.
+    causal_conv(s.u.data(), n, C, p.conv_kernel, taps, layer, places, mm.n_threads);
+    // What follows is each row's own.
     const bool prompt = mm.n_threads > 1 && rows * size_t(C) * size_t(p.conv_kernel) >= kMinParallelWork;
-    constexpr int kChannelBlock = 256;
-#pragma omp parallel for num_threads(mm.n_threads) schedule(static) if (prompt)
-    for (int first = 0; first < C; first += kChannelBlock)
-        for (int t = 0; t < n; ++t)
-            convolve(&s.u[size_t(t) * size_t(C)], places[size_t(t)].recurrent->conv_window(layer), taps, C, p.conv_kernel, first,
-                     std::min(C, first + kChannelBlock));
 #pragma omp parallel for num_threads(mm.n_threads) schedule(static) if (prompt)
     for (int t = 0; t < n; ++t) {
         float* u = &s.u[size_t(t) * size_t(C)];

@@ -44,7 +44,18 @@ void route(const Hparams& hp, const LayerWeights& L, const float* xn, int n, Mat
         float* row = &s.logits[size_t(t) * size_t(E)];
         int* chosen = &s.chosen[size_t(t) * size_t(k)];
         float* w = &s.weights[size_t(t) * size_t(k)];
-        if (hp.family->gating == Gating::SoftmaxTopK) {
+        if (hp.family->gating == Gating::SigmoidBiasedTopK) {
+            // Chosen by score + bias, weighed by the scores alone, renormalised (ggml's clamp of the sum).
+            for (int e = 0; e < E; ++e) row[e] = 1.0f / (1.0f + std::exp(-row[e]));
+            const float* bias = reinterpret_cast<const float*>(L.select_bias.tensor->data);
+            s.biased.resize(size_t(E));
+            for (int e = 0; e < E; ++e) s.biased[size_t(e)] = row[e] + bias[e];
+            top_k(s.biased.data(), E, k, chosen);
+            float sum = 0;
+            for (int j = 0; j < k; ++j) sum += row[chosen[j]];
+            sum = std::max(sum, 6.103515625e-5f);
+            for (int j = 0; j < k; ++j) w[j] = row[chosen[j]] / sum;
+        } else if (hp.family->gating == Gating::SoftmaxTopK) {
             softmax(row, E);
             top_k(row, E, k, chosen);
             float sum = 0;

@@ -12,6 +12,7 @@ namespace rill {
 
 struct MoeScratch {
     std::vector<float> logits;      // [token][n_expert]
+    std::vector<float> biased;      // one token's scores plus the selection bias
     std::vector<int> chosen;        // [token][k]: expert ids, best first
     std::vector<float> weights;     // [token][k]
     std::vector<int> first, fill;   // [expert]: where its rows start among the choices sorted by expert

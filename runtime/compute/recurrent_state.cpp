@@ -1,18 +1,30 @@
 #include "runtime/compute/recurrent_state.h"
 
 #include <algorithm>
+#include <tuple>
+#include <utility>
 
 namespace rill {
+namespace {
+
+// Floats of one recurrent layer's convolution window and of its matrices, as its block kind keeps
+// them: a short convolution (LFM2) only the window over n_embd channels.
+std::pair<size_t, size_t> layer_floats(const Hparams& hp) {
+    const SsmParams& s = hp.ssm;
+    const size_t window = size_t(std::max(0, s.conv_kernel - 1));
+    if (hp.family != nullptr && hp.family->short_conv) return {window * size_t(hp.n_embd), 0};
+    return {window * size_t(s.conv_dim()), size_t(s.n_v_heads) * size_t(s.state_size) * size_t(s.state_size)};
+}
+
+}  // namespace
 
 RecurrentState::RecurrentState(const Hparams& hp) {
-    const SsmParams& s = hp.ssm;
     slot.assign(size_t(hp.n_layer), -1);
     int n = 0;
     for (int l = 0; l < hp.n_layer; ++l)
         if (hp.recurrent(l)) slot[size_t(l)] = n++;
     if (n == 0) return;
-    conv_floats = size_t(s.conv_kernel - 1) * size_t(s.conv_dim());
-    matrix_floats = size_t(s.n_v_heads) * size_t(s.state_size) * size_t(s.state_size);
+    std::tie(conv_floats, matrix_floats) = layer_floats(hp);
     conv.assign(conv_floats * size_t(n), 0.0f);
     matrices.assign(matrix_floats * size_t(n), 0.0f);
 }
@@ -23,10 +35,8 @@ void RecurrentState::clear(int layer) {
 }
 
 uint64_t recurrent_state_bytes(const Hparams& hp) {
-    const SsmParams& s = hp.ssm;
-    const uint64_t per_layer = (uint64_t(s.conv_kernel > 0 ? s.conv_kernel - 1 : 0) * uint64_t(s.conv_dim()) +
-                                uint64_t(s.n_v_heads) * uint64_t(s.state_size) * uint64_t(s.state_size)) * sizeof(float);
-    return per_layer * uint64_t(hp.n_recurrent());
+    const auto [conv, matrices] = layer_floats(hp);
+    return uint64_t(conv + matrices) * sizeof(float) * uint64_t(hp.n_recurrent());
 }
 
 }  // namespace rill

@@ -86,6 +86,17 @@ const Architecture kArchitectures[] = {
      .per_layer_embeddings = true,
      .experts_optional = true,
      .dense_beside_experts = true},
+    // Liquid's LFM2 / LFM2.5 (llama.cpp's src/models/lfm2.cpp, lfm2moe.cpp): gated short convolutions
+    // and attention layers (per-head q/k norms, NEOX), the final norm named token_embd_norm; LFM2-MoE's
+    // leading layers dense, the rest sigmoid-routed experts.
+    {.name = "lfm2", .rope_style = RopeStyle::Neox, .qk_norm = QkNorm::PerHead, .short_conv = true, .output_norm = "token_embd_norm"},
+    {.name = "lfm2moe",
+     .rope_style = RopeStyle::Neox,
+     .qk_norm = QkNorm::PerHead,
+     .moe = true,
+     .gating = Gating::SigmoidBiasedTopK,
+     .short_conv = true,
+     .output_norm = "token_embd_norm"},
 };
 
 std::string join(const std::vector<std::string>& items) {
@@ -198,6 +209,14 @@ void read_delta_net(const GgufFile& f, const std::string& p, Hparams& hp) {
         return;
     }
     set_recurrent_pattern(hp, f.find(p + "full_attention_interval") ? required_int(f, p + "full_attention_interval", 1u << 16) : 4);
+}
+
+// LFM2's short convolutions: the layers with no KV heads, over n_embd channels with shortconv.l_cache
+// taps.
+void read_short_conv(const GgufFile& f, const std::string& p, Hparams& hp) {
+    hp.ssm.conv_kernel = required_int(f, p + "shortconv.l_cache", 64);
+    hp.layer_recurrent.assign(size_t(hp.n_layer), 0);
+    for (int l = 0; l < hp.n_layer; ++l) hp.layer_recurrent[size_t(l)] = hp.n_head_kv_of(l) == 0;
 }
 
 // rope.dimension_sections: which position component each rotated pair takes (ggml_mrope_cache_init's
@@ -336,13 +355,16 @@ Hparams read_hparams(const GgufFile& f) {
     if (!(experts && !f.find(p + "feed_forward_length")))
         std::tie(hp.n_ff, hp.layer_n_ff) = main_layers(ints_per_layer(f, p + "feed_forward_length", n_all, 1u << 30));
     hp.n_head = required_int(f, p + "attention.head_count", 4096);
+    // LFM2 marks its short-convolution layers with 0 KV heads.
     if (f.find(p + "attention.head_count_kv"))
-        std::tie(hp.n_head_kv, hp.layer_n_head_kv) = main_layers(ints_per_layer(f, p + "attention.head_count_kv", n_all, 4096));
+        std::tie(hp.n_head_kv, hp.layer_n_head_kv) = main_layers(ints_per_layer(f, p + "attention.head_count_kv", n_all, 4096, a.short_conv));
     else
         hp.n_head_kv = hp.n_head;
+    if (hp.n_head_kv == 0) throw Error(f.name() + ": metadata '" + p + "attention.head_count_kv' leaves no attention layer");
     hp.n_ctx_train = required_int(f, p + "context_length");
+    if (a.short_conv) read_short_conv(f, p, hp);
     for (int l = 0; l < hp.n_layer; ++l)
-        if (hp.n_head % hp.n_head_kv_of(l) != 0)
+        if (!hp.recurrent(l) && hp.n_head % hp.n_head_kv_of(l) != 0)
             throw Error(f.name() + ": attention.head_count " + std::to_string(hp.n_head) + " is not a multiple of attention.head_count_kv " +
                         std::to_string(hp.n_head_kv_of(l)) + (hp.layer_n_head_kv.empty() ? "" : " (layer " + std::to_string(l) + ")"));
     if (f.find(p + "attention.key_length")) {
@@ -401,13 +423,27 @@ Hparams read_hparams(const GgufFile& f) {
         hp.n_ff_exp = f.find(p + "expert_feed_forward_length") ? required_int(f, p + "expert_feed_forward_length") : hp.n_ff;
         if (hp.n_ff_exp == 0) throw Error(f.name() + ": metadata '" + p + "expert_feed_forward_length' is missing");
         if (a.shared_expert) hp.n_ff_shexp = required_int(f, p + "expert_shared_feed_forward_length");
+        if (const auto lead = f.get_uint(p + "leading_dense_block_count")) {
+            if (*lead > uint64_t(hp.n_layer))
+                throw Error(f.name() + ": metadata '" + p + "leading_dense_block_count' is " + std::to_string(*lead) + ", more than the " +
+                            std::to_string(hp.n_layer) + " layers");
+            hp.n_dense_lead = int(*lead);
+        }
+        if (a.gating == Gating::SigmoidBiasedTopK) {
+            const auto gating = f.get_uint(p + "expert_gating_func");
+            if (!gating) throw Error(f.name() + ": metadata '" + p + "expert_gating_func' is missing");
+            if (*gating != 2)
+                throw Error(f.name() + ": metadata '" + p + "expert_gating_func' is " + std::to_string(*gating) +
+                            "; rill supports 2 (sigmoid) for " + hp.arch);
+        }
+        if (hp.n_dense_lead > 0 && hp.n_ff == 0) throw Error(f.name() + ": metadata '" + p + "feed_forward_length' is missing");
     }
     if (a.gated_delta_net) read_delta_net(f, p, hp);
     if (a.rope_sections) read_rope_sections(f, p, hp);
     if (hp.arch == "gpt-oss" && !f.find(p + "attention.sliding_window"))
         throw Error(f.name() + ": metadata '" + p + "attention.sliding_window' is missing");
     int swa_pattern = 0;
-    if (a.sliding_window && f.find(p + "attention.sliding_window")) {
+    if ((a.sliding_window || a.short_conv) && f.find(p + "attention.sliding_window")) {
         const auto window = f.get_uint(p + "attention.sliding_window");
         if (*window > (1u << 24)) throw Error(f.name() + ": metadata '" + p + "attention.sliding_window' is " + std::to_string(*window) + ", too large");
         hp.n_swa = int(*window);
@@ -424,6 +460,9 @@ Hparams read_hparams(const GgufFile& f) {
                         std::to_string(n_all) + " layers");
         for (int l = 0; l < hp.n_layer; ++l) hp.layer_sliding[size_t(l)] = hp.n_swa > 0 && flags[size_t(l)] != 0;
     }
+    // LFM2: a window makes every attention layer sliding.
+    if (a.short_conv && hp.n_swa > 0)
+        for (int l = 0; l < hp.n_layer; ++l) hp.layer_sliding[size_t(l)] = !hp.recurrent(l);
     if (f.find(p + "attention.key_length_swa")) read_sliding_shapes(f, p, hp);
     if (const auto shared = f.get_uint(p + "attention.shared_kv_layers"); shared && *shared > 0) read_kv_sharing(f, p, int(*shared), hp);
     return hp;

@@ -18,7 +18,9 @@ enum class Activation { Silu, GeluTanh, SwigluOai };
 // How a mixture-of-experts router turns its logits into the chosen experts' weights: softmax over all
 // experts, top-k, renormalised over the chosen (qwen3moe); or top-k on the logits, then softmax over
 // the chosen k (gpt-oss).
-enum class Gating { SoftmaxTopK, TopKSoftmax };
+// LFM2-MoE's: sigmoid scores, the top k by score plus a selection-only bias (exp_probs_b), weights
+// the chosen scores renormalised.
+enum class Gating { SoftmaxTopK, TopKSoftmax, SigmoidBiasedTopK };
 
 struct Architecture {
     const char* name;
@@ -60,6 +62,11 @@ struct Architecture {
     // experts their own pre-norm (pre_ffw_norm_2), the router reads rms(x)/√n_embd ⊙ ffn_gate_inp.scale
     // and each expert's output is scaled by ffn_down_exps.scale.
     bool dense_beside_experts = false;
+    // LFM2: a layer whose head_count_kv entry is 0 is a gated short convolution (a recurrent block,
+    // runtime/compute/short_conv.h) in place of attention; attention layers slide where the file has
+    // a window.
+    bool short_conv = false;
+    const char* output_norm = "output_norm";  // the final norm's tensor (LFM2: token_embd_norm)
 };
 
 // The family a file names, or nullptr.
@@ -127,6 +134,7 @@ struct Hparams {
     // attention.shared_kv_layers layers an earlier one of their kind (they store nothing).
     std::vector<int> layer_kv_source;
     int n_embd_per_layer = 0;  // PLE width per layer; 0: none
+    int n_dense_lead = 0;      // the first layers of a mixture of experts keep a dense FFN (leading_dense_block_count)
 
     int q_dim() const { return n_head * head_dim; }
     int kv_dim() const { return n_head_kv * head_dim; }  // the widest layer's (an upper bound)
@@ -138,6 +146,7 @@ struct Hparams {
     int n_rot_of(int layer) const { return sliding(layer) && n_rot_swa > 0 ? n_rot_swa : n_rot; }
     int kv_source(int layer) const { return layer_kv_source.empty() ? layer : layer_kv_source[size_t(layer)]; }
     bool owns_kv(int layer) const { return !recurrent(layer) && kv_source(layer) == layer; }
+    bool experts(int layer) const { return n_expert > 0 && layer >= n_dense_lead; }
     float kq_scale() const;
     bool sliding(int layer) const { return !layer_sliding.empty() && layer_sliding[size_t(layer)]; }
     bool uses_rope(int layer) const { return layer_rope.empty() || layer_rope[size_t(layer)]; }

@@ -111,10 +111,12 @@ static void load_experts(Model& m) {
     const Architecture& a = *hp.family;
     const uint64_t e = uint64_t(hp.n_embd), fe = uint64_t(hp.n_ff_exp), n = uint64_t(hp.n_expert);
     for (int l = 0; l < hp.n_layer; ++l) {
+        if (!hp.experts(l)) continue;  // a leading dense layer (LFM2-MoE)
         const std::string b = "blk." + std::to_string(l) + ".";
         LayerWeights& L = m.layers[size_t(l)];
         L.router = tensor(f, b + "ffn_gate_inp.weight", {e, n});
         L.b_router = tensor(f, b + "ffn_gate_inp.bias", {n}, a.expert_biases);
+        L.select_bias = tensor(f, b + "exp_probs_b.bias", {n}, a.gating == Gating::SigmoidBiasedTopK);
         // Expert x's rows [first_row, first_row + rows) of a 3-D tensor of `whole_rows` rows per expert.
         const auto slices = [&](const Weight& whole, uint64_t cols, uint64_t whole_rows, uint64_t first_row, uint64_t rows,
                                 std::vector<Weight>& out) {
@@ -154,7 +156,7 @@ static void load_experts(Model& m) {
         L.b_gate_exps = tensor(f, b + "ffn_gate_exps.bias", {fe, n}, a.expert_biases);
         L.b_up_exps = tensor(f, b + "ffn_up_exps.bias", {fe, n}, a.expert_biases);
         L.b_down_exps = tensor(f, b + "ffn_down_exps.bias", {e, n}, a.expert_biases);
-        for (const Weight* w : {&L.b_router, &L.b_gate_exps, &L.b_up_exps, &L.b_down_exps})
+        for (const Weight* w : {&L.b_router, &L.select_bias, &L.b_gate_exps, &L.b_up_exps, &L.b_down_exps})
             if (*w && w->type() != TensorType::F32) throw Error(f.name() + ": tensor '" + w->tensor->name + "' must be F32");
         if (a.shared_expert) {
             const uint64_t fs = uint64_t(hp.n_ff_shexp);
@@ -166,6 +168,16 @@ static void load_experts(Model& m) {
             L.shexp_down = tensor(f, b + "ffn_down_shexp.weight", {fs, e});
         }
     }
+}
+
+// A short-convolution layer's tensors (LFM2): the in-projection to B | C | x, the taps, the out-projection.
+static void load_short_conv(const GgufFile& f, const Hparams& hp, const std::string& b, LayerWeights& L) {
+    const uint64_t e = uint64_t(hp.n_embd);
+    L.ssm_in = tensor(f, b + "shortconv.in_proj.weight", {e, 3 * e});
+    L.ssm_conv = tensor(f, b + "shortconv.conv.weight", {uint64_t(hp.ssm.conv_kernel), e});
+    L.ssm_out = tensor(f, b + "shortconv.out_proj.weight", {e, e});
+    if (L.ssm_conv.type() != TensorType::F32)
+        throw Error(f.name() + ": tensor '" + L.ssm_conv.tensor->name + "' must be F32, not " + std::string(traits(L.ssm_conv.type()).name));
 }
 
 // A Gated DeltaNet layer's tensors, with the shapes llama.cpp's qwen35 loader gives them.
@@ -201,7 +213,7 @@ std::unique_ptr<Model> model_from_gguf(GgufFile file, bool interleave) {
     if (const auto tokens = f.find("tokenizer.ggml.tokens"); tokens && tokens->count != v)
         throw Error(f.name() + ": the vocabulary has " + std::to_string(tokens->count) + " tokens but token_embd.weight has " +
                     std::to_string(v) + " rows");
-    m->output_norm = tensor(f, "output_norm.weight", {e});
+    m->output_norm = tensor(f, std::string(hp.family->output_norm) + ".weight", {e});
     m->output = tensor(f, "output.weight", {e, v}, false);
     if (!m->output) m->output = m->token_embd;  // tied embeddings
     const uint64_t half_rot = uint64_t(hp.n_rot / 2);
@@ -227,7 +239,9 @@ std::unique_ptr<Model> model_from_gguf(GgufFile file, bool interleave) {
         const bool own_kv = hp.owns_kv(l);
         LayerWeights L;
         L.attn_norm = tensor(f, b + "attn_norm.weight", {e}, a.pre_norms);
-        if (hp.recurrent(l)) {
+        if (hp.recurrent(l) && a.short_conv) {
+            load_short_conv(f, hp, b, L);
+        } else if (hp.recurrent(l)) {
             load_delta_net(f, hp, b, L);
         } else if (a.fused_qkv && f.find_tensor(b + "attn_qkv.weight")) {
             L.wqkv = tensor(f, b + "attn_qkv.weight", {e, q + 2 * kv});
@@ -265,7 +279,7 @@ std::unique_ptr<Model> model_from_gguf(GgufFile file, bool interleave) {
             L.ple_proj = tensor(f, b + "proj.weight", {pl, e});
             L.ple_post_norm = tensor(f, b + "post_norm.weight", {e});
         }
-        if (hp.n_expert == 0 || a.dense_beside_experts) {  // the experts themselves are load_experts'
+        if (!hp.experts(l) || a.dense_beside_experts) {  // the experts themselves are load_experts'
             if (a.fused_gate_up) {
                 L.ffn_up = tensor(f, b + "ffn_up.weight", {e, 2 * ff});
             } else {
@@ -287,8 +301,7 @@ std::unique_ptr<Model> model_from_gguf(GgufFile file, bool interleave) {
     if (hp.n_expert > 0) load_experts(*m);
     for (const Weight* w : {&m->rope_freqs, &m->rope_factors_long, &m->rope_factors_short})
         if (*w && w->type() != TensorType::F32) throw Error(f.name() + ": tensor '" + w->tensor->name + "' must be F32");
-    if (m->output_norm.type() != TensorType::F32)
-        throw Error(f.name() + ": tensor 'output_norm.weight' must be F32");
+    if (m->output_norm.type() != TensorType::F32) throw Error(f.name() + ": tensor '" + m->output_norm.tensor->name + "' must be F32");
     if (interleave) interleave_matrices(*m);
     return m;
 }

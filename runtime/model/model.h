@@ -40,6 +40,7 @@ struct LayerWeights {
     // Mixture of experts: the router's rows score the experts; expert e's matrices are views of slice
     // e of the 3-D tensors, its biases row e of the 2-D ones.
     Weight router, b_router;
+    Weight select_bias;  // LFM2-MoE's exp_probs_b: added to the scores to choose, not to weigh
     std::vector<Weight> gate_exps, up_exps, down_exps;
     Weight b_gate_exps, b_up_exps, b_down_exps;
     // The shared expert every token takes beside its routed ones (qwen35moe), weighted by

@@ -56,7 +56,7 @@ Session::Session(const Model& model, const SessionOptions& options)
         capacity[size_t(l)] = kv_layer_slots(hp, l, n_ctx_, n_batch_);
         width[size_t(l)] = hp.kv_dim_of(l);
         smallest_head = std::min(smallest_head, hp.head_dim_of(l));
-        most_per_key = std::max(most_per_key, hp.n_head / hp.n_head_kv_of(l));
+        if (!hp.recurrent(l)) most_per_key = std::max(most_per_key, hp.n_head / hp.n_head_kv_of(l));
     }
     kv_ = KvCache(options.kv_types, hp.n_layer, n_ctx_, hp.kv_dim(), smallest_head, std::move(capacity), std::move(width));
     recurrent_ = RecurrentState(hp);
@@ -189,7 +189,8 @@ void Session::forward_layers(std::span<const int32_t> tokens, std::span<const Kv
     for (int l = 0; l < hp.n_layer; ++l) {
         const LayerWeights& L = model_.layers[size_t(l)];
         block_input(L.attn_norm);
-        if (hp.recurrent(l)) gated_delta_net(hp, L, l, xn_.data(), n, places, xn_.data(), scratch_, delta_net_);
+        if (hp.recurrent(l) && hp.family->short_conv) short_conv(hp, L, l, xn_.data(), n, places, xn_.data(), scratch_, short_conv_);
+        else if (hp.recurrent(l)) gated_delta_net(hp, L, l, xn_.data(), n, places, xn_.data(), scratch_, delta_net_);
         else attention_block(l, n, places, one_sequence);
         add_residual(L.attn_post_norm);
         block_input(L.ffn_norm);
@@ -282,8 +283,8 @@ void Session::ffn_block(int l, int n) {
     const LayerWeights& L = model_.layers[size_t(l)];
     const int E = hp.n_embd;
     const auto row = row_of;
-    if (hp.n_expert > 0 && arch.dense_beside_experts) return dense_and_experts(l, n);
-    if (hp.n_expert > 0) {
+    if (hp.experts(l) && arch.dense_beside_experts) return dense_and_experts(l, n);
+    if (hp.experts(l)) {
         // The shared expert reads xn before the routed experts overwrite it.
         if (arch.shared_expert) shared_expert(L, n);
         moe_ffn(hp, L, xn_.data(), n, xn_.data(), scratch_, moe_);

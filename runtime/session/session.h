@@ -11,6 +11,7 @@
 #include "runtime/compute/attention_batch.h"
 #include "runtime/compute/attention_decode.h"
 #include "runtime/compute/delta_net.h"
+#include "runtime/compute/short_conv.h"
 #include "runtime/compute/kv_cache.h"
 #include "runtime/model/model.h"
 #include "runtime/compute/matmul.h"
@@ -166,6 +167,7 @@ private:
     std::vector<float> fused_;              // a fused projection's rows before they are split
     MoeScratch moe_;
     DeltaNetScratch delta_net_;
+    ShortConvScratch short_conv_;
     std::vector<float> attn_gate_;                    // the attention output gate's rows (attn_output_gate)
     std::vector<float> shexp_gate_, shexp_up_, shexp_weight_;  // the shared expert's rows
     std::vector<float> ple_, table_row_;    // per-layer inputs [token][layer][width]; one table row on the way
