@@ -164,7 +164,7 @@ int info(const InfoFlags& f) {
     int narrowest_ff = hp.n_ff, shared_kv = 0, first_full = -1, first_sliding = -1;
     for (int l = 0; l < hp.n_layer; ++l) {
         narrowest_ff = std::min(narrowest_ff, hp.n_ff_of(l));
-        shared_kv += !hp.recurrent(l) && !hp.owns_kv(l);
+        shared_kv += hp.has_attention(l) && !hp.owns_kv(l);
         if (hp.sliding(l) && first_sliding < 0) first_sliding = l;
         if (!hp.sliding(l) && first_full < 0) first_full = l;
     }
@@ -189,11 +189,20 @@ int info(const InfoFlags& f) {
     if (hp.n_expert > 0)
         std::printf("experts       %d per layer, %d chosen per token (%d feed-forward each)%s\n", hp.n_expert, hp.n_expert_used,
                     hp.n_ff_exp, hp.n_ff_shexp > 0 ? (", and a shared expert of " + std::to_string(hp.n_ff_shexp)).c_str() : "");
-    if (const int recurrent = hp.n_recurrent(); recurrent > 0)
-        std::printf("recurrent     %d of %d layers are Gated DeltaNet (%d key and %d value heads of %d, conv %d): %s of state per "
-                    "sequence, the same at any context; the other %d keep a KV cache\n",
-                    recurrent, hp.n_layer, hp.ssm.n_k_heads, hp.ssm.n_v_heads, hp.ssm.state_size, hp.ssm.conv_kernel,
-                    human_bytes(double(recurrent_state_bytes(hp))).c_str(), hp.n_layer - recurrent);
+    if (const int recurrent = hp.n_recurrent(); recurrent > 0) {
+        int attention = 0;
+        for (int l = 0; l < hp.n_layer; ++l) attention += hp.has_attention(l);
+        const std::string kind =
+            hp.family->short_conv ? "gated short convolutions (kernel " + std::to_string(hp.ssm.conv_kernel) + ")"
+            : hp.family->mamba2   ? "Mamba-2 (" + std::to_string(hp.ssm.n_v_heads) + " heads of " +
+                                      std::to_string(hp.ssm.inner_size / hp.ssm.n_v_heads) + ", state " + std::to_string(hp.ssm.state_size) +
+                                      ", " + std::to_string(hp.ssm.n_k_heads) + " groups, conv " + std::to_string(hp.ssm.conv_kernel) + ")"
+                                  : "Gated DeltaNet (" + std::to_string(hp.ssm.n_k_heads) + " key and " + std::to_string(hp.ssm.n_v_heads) +
+                                      " value heads of " + std::to_string(hp.ssm.state_size) + ", conv " + std::to_string(hp.ssm.conv_kernel) + ")";
+        std::printf("recurrent     %d of %d layers are %s: %s of state per sequence, the same at any context; %d attention "
+                    "layer(s) keep a KV cache\n", recurrent,
+                    hp.n_layer, kind.c_str(), human_bytes(double(recurrent_state_bytes(hp))).c_str(), attention);
+    }
     if (hp.n_nextn > 0) std::printf("MTP           %d next-token prediction block(s), not run by the main pass\n", hp.n_nextn);
     const auto count = [](uint64_t n) {
         char buf[32];

@@ -63,6 +63,7 @@ TEST_CASE("every synth preset's F16 budget matches the closed form of its hyperp
         if (p.family.n_expert > 0) continue;  // mixtures of experts: the next test
         if (p.family.full_attention_interval > 0) continue;  // hybrids: their own test
         if (p.family.swa_period > 0) continue;  // Gemma 4's per-layer shapes: their own test
+        if (*p.family.layer_kinds) continue;    // LFM2's and Nemotron-H's layer kinds: their own test
         const ModelShape shape = shape_of_preset(p, *find_recipe("F16"));
         const int q = p.n_head * p.head_dim(), kv = p.n_head_kv * p.head_dim(), d = p.head_dim(), e = p.n_embd;
         // Per layer: attn and ffn norms; qwen3 adds per-head q/k norms, gemma3 those and two post-norms,
@@ -117,6 +118,18 @@ TEST_CASE("Gemma 4's KV cache counts the layers that own one, at each layer's wi
     // Gemma 4 E2B: 2.3B "effective" parameters, the PLE table aside (Google's model card; its 5.1B
     // with embeddings count the vision and audio encoders too, which a text GGUF does not carry).
     CHECK(shape.n_params() - table.rows * table.row_length == Approx(2.3e9).epsilon(0.02));
+}
+
+TEST_CASE("a short-convolution or Mamba-2 hybrid's KV cache counts its attention layers only, its state its recurrent ones", "[budget]") {
+    // tiny-nemotron-h: M - M * M - : one attention layer of 2 KV heads of 64; three Mamba-2 layers, each a
+    // window of 3 rows of x | B | C (512 + 2·2·16) and 512 channels of state 16, F32.
+    const Hparams nemotron = shape_of_preset(*find_preset("tiny-nemotron-h"), *find_recipe("F16")).hp;
+    CHECK(kv_bytes_per_token(nemotron, KvType::F16) == 2 * 2 * 64 * 2);
+    CHECK(recurrent_state_bytes(nemotron) == uint64_t(3) * (3 * 576 + 512 * 16) * 4);
+    // tiny-lfm2: C C A C: one attention layer of 2 KV heads of 64; three convolutions with windows of 2 rows of 256.
+    const Hparams lfm2 = shape_of_preset(*find_preset("tiny-lfm2"), *find_recipe("F16")).hp;
+    CHECK(kv_bytes_per_token(lfm2, KvType::F16) == 2 * 2 * 64 * 2);
+    CHECK(recurrent_state_bytes(lfm2) == uint64_t(3) * 2 * 256 * 4);
 }
 
 TEST_CASE("known models' KV cache per token: TinyLlama 22 KiB, Llama 2 7B 512 KiB, Llama 3.1 8B 128 KiB", "[budget]") {

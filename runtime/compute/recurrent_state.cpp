@@ -13,6 +13,9 @@ std::pair<size_t, size_t> layer_floats(const Hparams& hp) {
     const SsmParams& s = hp.ssm;
     const size_t window = size_t(std::max(0, s.conv_kernel - 1));
     if (hp.family != nullptr && hp.family->short_conv) return {window * size_t(hp.n_embd), 0};
+    // Mamba-2: the window over x | B | C, and a state_size row per inner channel.
+    if (hp.family != nullptr && hp.family->mamba2)
+        return {window * size_t(s.inner_size + 2 * s.n_k_heads * s.state_size), size_t(s.inner_size) * size_t(s.state_size)};
     return {window * size_t(s.conv_dim()), size_t(s.n_v_heads) * size_t(s.state_size) * size_t(s.state_size)};
 }
 

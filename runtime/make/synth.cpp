@@ -90,6 +90,12 @@ const std::vector<SynthPreset> kPresets = {
     {"tiny-gemma4-moe", "gemma4", 512, 256, 6, 32, 4, 2, 512, 1e6f, 1e-6f, true, false, 0, "rill's test preset",
      {.head_dim = 48, .n_swa = 8, .rope_base_swa = 1e4f, .n_expert = 8, .n_expert_used = 2, .n_ff_exp = 16, .swa_period = 3,
       .head_dim_swa = 24, .n_head_kv_full = 1, .v_from_k_full = true, .rope_partial = 0.25f}},
+    {"tiny-lfm2", "lfm2", 512, 256, 4, 48, 4, 2, 512, 1e6f, 1e-5f, true, false, 0, "rill's test preset",
+     {.layer_kinds = "CCAC", .conv_kernel = 3}},
+    {"tiny-lfm2moe", "lfm2moe", 512, 256, 4, 32, 8, 2, 512, 1e6f, 1e-5f, true, false, 0, "rill's test preset",
+     {.n_expert = 8, .n_expert_used = 2, .n_ff_exp = 16, .layer_kinds = "CCCA", .conv_kernel = 3, .n_dense_lead = 2}},
+    {"tiny-nemotron-h", "nemotron_h", 512, 256, 6, 96, 4, 2, 512, 1e4f, 1e-5f, false, false, 0, "rill's test preset",
+     {.head_dim = 64, .ssm_state = 16, .layer_kinds = "M-M*M-", .conv_kernel = 4, .ssm_inner = 512, .ssm_heads = 8, .ssm_groups = 2}},
     {"tiny-hybrid", "qwen35moe", 512, 256, 4, 0, 4, 2, 512, 1e7f, 1e-6f, false, false, 0, "rill's test preset",
      {.head_dim = 64, .n_rot = 16, .n_expert = 8, .n_expert_used = 2, .n_ff_exp = 64, .n_ff_shexp = 64, .ssm_conv_kernel = 4,
       .ssm_state = 32, .ssm_k_heads = 2, .ssm_v_heads = 4, .full_attention_interval = 4}},
@@ -204,7 +210,7 @@ void write_family_metadata(GgufWriter& out, const SynthPreset& p) {
         out.set_u32(a + "rope.scaling.original_context_length", uint32_t(f.yarn_orig_ctx));
     }
     if (f.n_ff_shexp > 0) out.set_u32(a + "expert_shared_feed_forward_length", uint32_t(f.n_ff_shexp));
-    if (f.ssm_state > 0) {
+    if (f.ssm_state > 0 && f.full_attention_interval > 0) {  // Gated DeltaNet (Qwen3.5)
         out.set_u32(a + "ssm.conv_kernel", uint32_t(f.ssm_conv_kernel));
         out.set_u32(a + "ssm.state_size", uint32_t(f.ssm_state));
         out.set_u32(a + "ssm.group_count", uint32_t(f.ssm_k_heads));
@@ -213,6 +219,28 @@ void write_family_metadata(GgufWriter& out, const SynthPreset& p) {
         out.set_u32(a + "full_attention_interval", uint32_t(f.full_attention_interval));
         // The converter's text sections: every rotated pair takes the token's position.
         out.set_i32s(a + "rope.dimension_sections", {11, 11, 10, 0});
+    }
+    if (*f.layer_kinds) {  // LFM2, Nemotron-H: the layer kinds as per-layer head and FFN counts
+        std::vector<int32_t> kv_heads, ff;
+        for (int l = 0; l < p.n_layer; ++l) {
+            kv_heads.push_back(p.n_head_kv_of(l));
+            ff.push_back(p.n_ff_of(l));
+        }
+        out.set_i32s(a + "attention.head_count_kv", kv_heads);
+        if (std::find(p.family.layer_kinds, p.family.layer_kinds + p.n_layer, 'M') != p.family.layer_kinds + p.n_layer) {
+            out.set_i32s(a + "feed_forward_length", ff);
+            out.set_u32(a + "ssm.conv_kernel", uint32_t(f.conv_kernel));
+            out.set_u32(a + "ssm.inner_size", uint32_t(f.ssm_inner));
+            out.set_u32(a + "ssm.state_size", uint32_t(f.ssm_state));
+            out.set_u32(a + "ssm.time_step_rank", uint32_t(f.ssm_heads));
+            out.set_u32(a + "ssm.group_count", uint32_t(f.ssm_groups));
+            out.set_f32(a + "attention.layer_norm_epsilon", p.rms_eps);  // llama.cpp's loader reads it (the MTP head's norm)
+        } else {
+            out.set_u32(a + "feed_forward_length", uint32_t(p.n_ff));
+            out.set_u32(a + "shortconv.l_cache", uint32_t(f.conv_kernel));
+        }
+        if (f.n_dense_lead > 0) out.set_u32(a + "leading_dense_block_count", uint32_t(f.n_dense_lead));
+        if (find_architecture(p.arch)->gating == Gating::SigmoidBiasedTopK) out.set_u32(a + "expert_gating_func", 2);
     }
     if (f.swa_period > 0) {  // Gemma 4
         std::vector<bool> pattern;
@@ -305,6 +333,24 @@ Hparams preset_hparams(const SynthPreset& p) {
                   .n_v_heads = p.family.ssm_v_heads};
         set_recurrent_pattern(hp, every);
     }
+    if (*p.family.layer_kinds) {  // LFM2's and Nemotron-H's layer kinds, as read_hparams reads them
+        const Architecture& a = *hp.family;
+        hp.layer_recurrent.assign(size_t(p.n_layer), 0);
+        bool ff_differ = false;
+        for (int l = 0; l < p.n_layer; ++l) {
+            hp.layer_n_head_kv.push_back(p.n_head_kv_of(l));
+            hp.layer_n_ff.push_back(p.n_ff_of(l));
+            hp.layer_recurrent[size_t(l)] = p.kind(l) == 'M' || p.kind(l) == 'C';
+            ff_differ = ff_differ || hp.layer_n_ff.back() != hp.layer_n_ff.front();
+        }
+        if (!ff_differ) hp.layer_n_ff.clear();
+        hp.ssm.conv_kernel = p.family.conv_kernel;
+        if (a.mamba2)
+            hp.ssm = {.conv_kernel = p.family.conv_kernel, .state_size = p.family.ssm_state, .n_k_heads = p.family.ssm_groups,
+                      .n_v_heads = p.family.ssm_heads, .inner_size = p.family.ssm_inner};
+        if (a.no_rope) hp.layer_rope.assign(size_t(p.n_layer), 0);
+        hp.n_dense_lead = p.family.n_dense_lead;
+    }
     if (p.family.swa_period > 0) {  // Gemma 4's per-layer shapes, as read_hparams reads them from the file
         hp.attention_scale = hp.family->fixed_kq_scale;
         hp.final_logit_softcap = 30.0f;
@@ -331,7 +377,7 @@ Hparams preset_hparams(const SynthPreset& p) {
 std::vector<SynthTensor> synth_tensors(const SynthPreset& p) {
     const Architecture& a = *find_architecture(p.arch);
     const uint64_t e = uint64_t(p.n_embd), v = uint64_t(p.n_vocab);
-    std::vector<SynthTensor> t = {{"token_embd.weight", {e, v}}, {"output_norm.weight", {e}}};
+    std::vector<SynthTensor> t = {{"token_embd.weight", {e, v}}, {std::string(a.output_norm) + ".weight", {e}}};
     if (!p.tied_output) t.push_back({"output.weight", {e, v}});
     if (p.llama3_factor > 0 || p.family.rope_partial > 0) t.push_back({"rope_freqs.weight", {uint64_t(p.n_rot() / 2)}});
     const uint64_t ple = uint64_t(p.family.n_embd_per_layer);
@@ -351,7 +397,30 @@ std::vector<SynthTensor> synth_tensors(const SynthPreset& p) {
         const uint64_t q = uint64_t(p.n_head) * d, kv = uint64_t(p.n_head_kv_of(l)) * d;
         const bool own_kv = p.owns_kv(l);
         if (a.pre_norms) t.push_back({b + "attn_norm.weight", {e}});
-        if (recurrent_layer(p, l)) {
+        if (p.kind(l) == 'M') {  // Mamba-2 (Nemotron-H): the layer's only block
+            const SynthFamilyShape& s = p.family;
+            const uint64_t inner = uint64_t(s.ssm_inner), heads = uint64_t(s.ssm_heads), groups = uint64_t(s.ssm_groups);
+            const uint64_t conv = inner + 2 * groups * uint64_t(s.ssm_state);
+            t.push_back({b + "ssm_in.weight", {e, inner + conv + heads}});
+            t.push_back({b + "ssm_conv1d.weight", {uint64_t(s.conv_kernel), conv}});
+            t.push_back({b + "ssm_conv1d.bias", {conv}});
+            t.push_back({b + "ssm_dt.bias", {heads}});
+            t.push_back({b + "ssm_a", {1, heads}});
+            t.push_back({b + "ssm_d", {1, heads}});
+            t.push_back({b + "ssm_norm.weight", {inner / groups, groups}});
+            t.push_back({b + "ssm_out.weight", {inner, e}});
+            continue;
+        }
+        if (p.kind(l) == '-') {  // an MLP alone (Nemotron-H)
+            t.push_back({b + "ffn_up.weight", {e, f}});
+            t.push_back({b + "ffn_down.weight", {f, e}});
+            continue;
+        }
+        if (p.kind(l) == 'C') {  // LFM2's short convolution, its FFN below
+            t.push_back({b + "shortconv.in_proj.weight", {e, 3 * e}});
+            t.push_back({b + "shortconv.conv.weight", {uint64_t(p.family.conv_kernel), e}});
+            t.push_back({b + "shortconv.out_proj.weight", {e, e}});
+        } else if (recurrent_layer(p, l)) {
             const SynthFamilyShape& s = p.family;
             const uint64_t hv = uint64_t(s.ssm_v_heads), vd = hv * uint64_t(s.ssm_state);
             const uint64_t conv = 2 * uint64_t(s.ssm_k_heads) * uint64_t(s.ssm_state) + vd;
@@ -379,11 +448,12 @@ std::vector<SynthTensor> synth_tensors(const SynthPreset& p) {
             if (own_kv && !(p.family.v_from_k_full && !p.sliding(l))) t.push_back({b + "attn_v.weight", {e, kv}});
             if (p.qkv_bias) t.push_back({b + "attn_v.bias", {kv}});
         }
-        if (a.qk_norm != QkNorm::None && !recurrent_layer(p, l)) {
+        if (a.qk_norm != QkNorm::None && !recurrent_layer(p, l) && p.attention(l)) {
             t.push_back({b + "attn_q_norm.weight", {per_head ? d : q}});
             if (own_kv) t.push_back({b + "attn_k_norm.weight", {per_head ? d : kv}});
         }
-        if (!recurrent_layer(p, l)) t.push_back({b + "attn_output.weight", {q, e}});
+        if (!recurrent_layer(p, l) && p.attention(l)) t.push_back({b + "attn_output.weight", {q, e}});
+        if (p.kind(l) == '*') continue;  // Nemotron-H's attention: the layer's only block
         if (a.attn_out_bias) t.push_back({b + "attn_output.bias", {e}});
         if (a.sinks) t.push_back({b + "attn_sinks.weight", {uint64_t(p.n_head)}});
         if (a.post_norms) t.push_back({b + "post_attention_norm.weight", {e}});
@@ -412,9 +482,10 @@ std::vector<SynthTensor> synth_tensors(const SynthPreset& p) {
             }
             continue;
         }
-        if (a.moe) {
+        if (a.moe && l >= p.family.n_dense_lead) {
             const uint64_t n = uint64_t(p.family.n_expert), fe = uint64_t(p.family.n_ff_exp);
             t.push_back({b + "ffn_gate_inp.weight", {e, n}});
+            if (a.gating == Gating::SigmoidBiasedTopK) t.push_back({b + "exp_probs_b.bias", {n}});
             if (a.expert_biases) t.push_back({b + "ffn_gate_inp.bias", {n}});
             t.push_back({b + "ffn_gate_exps.weight", {e, fe, n}});
             t.push_back({b + "ffn_up_exps.weight", {e, fe, n}});
@@ -483,9 +554,10 @@ QuantizeSummary synthesize_model(const std::string& output_path, const SynthOpti
     out.set_u32(a + "embedding_length", uint32_t(p.n_embd));
     out.set_u32(a + "block_count", uint32_t(p.n_layer));
     // Qwen3.5-MoE's config has no dense width; Gemma 4's per-layer lists are write_family_metadata's.
-    if (p.n_ff > 0 && p.family.swa_period == 0) out.set_u32(a + "feed_forward_length", uint32_t(p.n_ff));
+    const bool layer_lists = p.family.swa_period > 0 || *p.family.layer_kinds;
+    if (p.n_ff > 0 && !layer_lists) out.set_u32(a + "feed_forward_length", uint32_t(p.n_ff));
     out.set_u32(a + "attention.head_count", uint32_t(p.n_head));
-    if (p.family.swa_period == 0) out.set_u32(a + "attention.head_count_kv", uint32_t(p.n_head_kv));
+    if (!layer_lists) out.set_u32(a + "attention.head_count_kv", uint32_t(p.n_head_kv));
     if (p.family.head_dim > 0) {
         out.set_u32(a + "attention.key_length", uint32_t(p.head_dim()));
         out.set_u32(a + "attention.value_length", uint32_t(p.head_dim()));

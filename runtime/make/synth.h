@@ -37,6 +37,14 @@ struct SynthFamilyShape {
     int swa_period = 0, head_dim_swa = 0, n_head_kv_full = 0, n_kv_shared = 0, n_embd_per_layer = 0;
     bool double_wide_shared = false, v_from_k_full = false;
     float rope_partial = 0;
+    // Hybrids whose layers differ in kind, one character per layer (Nemotron-H's
+    // hybrid_override_pattern): 'M' Mamba-2, '*' attention, '-' an MLP alone; 'C' a short convolution
+    // and 'A' attention, each with its FFN (LFM2). Empty: every layer attention.
+    const char* layer_kinds = "";
+    int conv_kernel = 0;  // shortconv.l_cache or ssm.conv_kernel
+    // Mamba-2: inner width, state size, heads and groups.
+    int ssm_inner = 0, ssm_heads = 0, ssm_groups = 0;
+    int n_dense_lead = 0;  // LFM2-MoE: leading layers with a dense FFN
 };
 
 struct SynthPreset {
@@ -55,9 +63,18 @@ struct SynthPreset {
     // Per layer (they differ in Gemma 4 only).
     bool sliding(int layer) const { return family.swa_period > 0 && (layer + 1) % family.swa_period != 0; }
     int head_dim_of(int layer) const { return sliding(layer) && family.head_dim_swa > 0 ? family.head_dim_swa : head_dim(); }
-    int n_head_kv_of(int layer) const { return !sliding(layer) && family.n_head_kv_full > 0 ? family.n_head_kv_full : n_head_kv; }
     bool owns_kv(int layer) const { return layer < n_layer - family.n_kv_shared; }
-    int n_ff_of(int layer) const { return family.double_wide_shared && !owns_kv(layer) ? 2 * n_ff : n_ff; }
+    char kind(int layer) const { return *family.layer_kinds ? family.layer_kinds[layer] : 'A'; }
+    bool attention(int layer) const { return kind(layer) == 'A' || kind(layer) == '*'; }
+    // The FFN's width: none on Nemotron-H's Mamba-2 and attention layers.
+    int n_ff_of(int layer) const {
+        if (kind(layer) == 'M' || kind(layer) == '*') return 0;
+        return family.double_wide_shared && !owns_kv(layer) ? 2 * n_ff : n_ff;
+    }
+    int n_head_kv_of(int layer) const {
+        if (!attention(layer)) return 0;
+        return !sliding(layer) && family.n_head_kv_full > 0 ? family.n_head_kv_full : n_head_kv;
+    }
 };
 
 // The hyperparameters a file of the preset has (what read_hparams gives it), without writing one.

@@ -97,6 +97,9 @@ const Architecture kArchitectures[] = {
      .gating = Gating::SigmoidBiasedTopK,
      .short_conv = true,
      .output_norm = "token_embd_norm"},
+    // NVIDIA's Nemotron-H (llama.cpp's src/models/nemotron-h.cpp): Mamba-2, attention without positions
+    // and ReLU² MLPs, one per layer, as the per-layer head_count_kv and feed_forward_length say.
+    {.name = "nemotron_h", .activation = Activation::ReluSquared, .mamba2 = true, .single_block_layers = true, .no_rope = true},
 };
 
 std::string join(const std::vector<std::string>& items) {
@@ -217,6 +220,27 @@ void read_short_conv(const GgufFile& f, const std::string& p, Hparams& hp) {
     hp.ssm.conv_kernel = required_int(f, p + "shortconv.l_cache", 64);
     hp.layer_recurrent.assign(size_t(hp.n_layer), 0);
     for (int l = 0; l < hp.n_layer; ++l) hp.layer_recurrent[size_t(l)] = hp.n_head_kv_of(l) == 0;
+}
+
+// Mamba-2's sizes (ssm.*) and its layers: those with no KV heads (and, where layers run one block,
+// no MLP either), as llama.cpp's nemotron_h and granitehybrid loaders decide.
+void read_mamba2(const GgufFile& f, const std::string& p, Hparams& hp) {
+    SsmParams& s = hp.ssm;
+    s.conv_kernel = required_int(f, p + "ssm.conv_kernel", 64);
+    s.inner_size = required_int(f, p + "ssm.inner_size", 1u << 20);
+    s.state_size = required_int(f, p + "ssm.state_size", 4096);
+    s.n_v_heads = required_int(f, p + "ssm.time_step_rank", 65536);
+    s.n_k_heads = required_int(f, p + "ssm.group_count", 65536);
+    if (s.inner_size % s.n_v_heads != 0 || s.n_v_heads % s.n_k_heads != 0)
+        throw Error(f.name() + ": metadata '" + p + "ssm.inner_size' (" + std::to_string(s.inner_size) + "), 'ssm.time_step_rank' (" +
+                    std::to_string(s.n_v_heads) + " heads) and 'ssm.group_count' (" + std::to_string(s.n_k_heads) +
+                    ") must divide one another");
+    if (uint64_t(s.inner_size) * uint64_t(s.state_size) > (uint64_t(1) << 28))
+        throw Error(f.name() + ": a Mamba-2 state of " + std::to_string(s.inner_size) + " × " + std::to_string(s.state_size) +
+                    " floats is larger than rill allows (256M values per layer)");
+    hp.layer_recurrent.assign(size_t(hp.n_layer), 0);
+    for (int l = 0; l < hp.n_layer; ++l)
+        hp.layer_recurrent[size_t(l)] = hp.n_head_kv_of(l) == 0 && (!hp.family->single_block_layers || hp.n_ff_of(l) == 0);
 }
 
 // rope.dimension_sections: which position component each rotated pair takes (ggml_mrope_cache_init's
@@ -352,19 +376,22 @@ Hparams read_hparams(const GgufFile& f) {
     };
     const bool experts = a.moe || (a.experts_optional && f.find(p + "expert_count"));
     // Qwen3.5-MoE configs have no dense width, so their files carry no feed_forward_length.
+    // Nemotron-H marks the layers without an MLP with 0.
     if (!(experts && !f.find(p + "feed_forward_length")))
-        std::tie(hp.n_ff, hp.layer_n_ff) = main_layers(ints_per_layer(f, p + "feed_forward_length", n_all, 1u << 30));
+        std::tie(hp.n_ff, hp.layer_n_ff) = main_layers(ints_per_layer(f, p + "feed_forward_length", n_all, 1u << 30, a.single_block_layers));
     hp.n_head = required_int(f, p + "attention.head_count", 4096);
     // LFM2 marks its short-convolution layers with 0 KV heads.
     if (f.find(p + "attention.head_count_kv"))
-        std::tie(hp.n_head_kv, hp.layer_n_head_kv) = main_layers(ints_per_layer(f, p + "attention.head_count_kv", n_all, 4096, a.short_conv));
+        std::tie(hp.n_head_kv, hp.layer_n_head_kv) =
+            main_layers(ints_per_layer(f, p + "attention.head_count_kv", n_all, 4096, a.short_conv || a.mamba2));
     else
         hp.n_head_kv = hp.n_head;
     if (hp.n_head_kv == 0) throw Error(f.name() + ": metadata '" + p + "attention.head_count_kv' leaves no attention layer");
     hp.n_ctx_train = required_int(f, p + "context_length");
     if (a.short_conv) read_short_conv(f, p, hp);
+    if (a.mamba2) read_mamba2(f, p, hp);
     for (int l = 0; l < hp.n_layer; ++l)
-        if (!hp.recurrent(l) && hp.n_head % hp.n_head_kv_of(l) != 0)
+        if (hp.n_head_kv_of(l) > 0 && hp.n_head % hp.n_head_kv_of(l) != 0)
             throw Error(f.name() + ": attention.head_count " + std::to_string(hp.n_head) + " is not a multiple of attention.head_count_kv " +
                         std::to_string(hp.n_head_kv_of(l)) + (hp.layer_n_head_kv.empty() ? "" : " (layer " + std::to_string(l) + ")"));
     if (f.find(p + "attention.key_length")) {
@@ -460,6 +487,7 @@ Hparams read_hparams(const GgufFile& f) {
                         std::to_string(n_all) + " layers");
         for (int l = 0; l < hp.n_layer; ++l) hp.layer_sliding[size_t(l)] = hp.n_swa > 0 && flags[size_t(l)] != 0;
     }
+    if (a.no_rope) hp.layer_rope.assign(size_t(hp.n_layer), 0);
     // LFM2: a window makes every attention layer sliding.
     if (a.short_conv && hp.n_swa > 0)
         for (int l = 0; l < hp.n_layer; ++l) hp.layer_sliding[size_t(l)] = !hp.recurrent(l);

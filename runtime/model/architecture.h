@@ -14,7 +14,8 @@ enum class RopeStyle { Norm, Neox };  // Norm rotates pairs (2i, 2i+1); Neox rot
 enum class QkNorm { None, PerHead, Whole };  // RMSNorm of q and k over each head, or over the whole projection
 // The FFN's gate: SwiGLU, GeGLU with tanh-approximated GELU, or gpt-oss's clamped SwiGLU
 // (x = min(gate, 7): x·σ(1.702·x)·(clamp(up, ±7) + 1)).
-enum class Activation { Silu, GeluTanh, SwigluOai };
+// ReluSquared: relu(up)² with no gate (Nemotron-H's MLP).
+enum class Activation { Silu, GeluTanh, SwigluOai, ReluSquared };
 // How a mixture-of-experts router turns its logits into the chosen experts' weights: softmax over all
 // experts, top-k, renormalised over the chosen (qwen3moe); or top-k on the logits, then softmax over
 // the chosen k (gpt-oss).
@@ -67,6 +68,13 @@ struct Architecture {
     // a window.
     bool short_conv = false;
     const char* output_norm = "output_norm";  // the final norm's tensor (LFM2: token_embd_norm)
+    // Mamba-2 layers (runtime/compute/mamba2.h) where head_count_kv is 0 (and, for a family with
+    // mixerless layers, feed_forward_length too); ssm.* keys give their sizes.
+    bool mamba2 = false;
+    // Nemotron-H: every layer is one block: Mamba-2, attention (head_count_kv > 0), or an MLP alone
+    // (feed_forward_length > 0), each behind attn_norm; attention without positions.
+    bool single_block_layers = false;
+    bool no_rope = false;
 };
 
 // The family a file names, or nullptr.
@@ -90,8 +98,11 @@ struct RopeParams {
 // A Gated DeltaNet layer's sizes (ssm.* keys): a causal convolution of conv_kernel taps over
 // conv_dim() channels (q | k | v), n_k_heads query/key heads and n_v_heads value heads of state_size,
 // one state_size × state_size matrix per value head.
+// A Mamba-2 layer's: n_k_heads groups of B and C, n_v_heads heads of inner_size / n_v_heads channels,
+// each channel a state of state_size; its convolution runs over inner_size + 2·groups·state_size.
 struct SsmParams {
     int conv_kernel = 0, state_size = 0, n_k_heads = 0, n_v_heads = 0;
+    int inner_size = 0;  // Mamba-2's d_inner
     int key_dim() const { return n_k_heads * state_size; }
     int value_dim() const { return n_v_heads * state_size; }
     int conv_dim() const { return 2 * key_dim() + value_dim(); }
@@ -145,8 +156,13 @@ struct Hparams {
     int n_ff_of(int layer) const { return layer_n_ff.empty() ? n_ff : layer_n_ff[size_t(layer)]; }
     int n_rot_of(int layer) const { return sliding(layer) && n_rot_swa > 0 ? n_rot_swa : n_rot; }
     int kv_source(int layer) const { return layer_kv_source.empty() ? layer : layer_kv_source[size_t(layer)]; }
-    bool owns_kv(int layer) const { return !recurrent(layer) && kv_source(layer) == layer; }
+    bool owns_kv(int layer) const { return has_attention(layer) && kv_source(layer) == layer; }
     bool experts(int layer) const { return n_expert > 0 && layer >= n_dense_lead; }
+    // What a layer runs: a mixer (a recurrent block or attention) and an FFN; Nemotron-H's layers run
+    // one of them, every other family's both.
+    bool has_attention(int layer) const { return !recurrent(layer) && n_head_kv_of(layer) > 0; }
+    bool has_mixer(int layer) const { return recurrent(layer) || n_head_kv_of(layer) > 0; }
+    bool has_ffn(int layer) const { return experts(layer) || n_ff_of(layer) > 0; }
     float kq_scale() const;
     bool sliding(int layer) const { return !layer_sliding.empty() && layer_sliding[size_t(layer)]; }
     bool uses_rope(int layer) const { return layer_rope.empty() || layer_rope[size_t(layer)]; }

@@ -180,6 +180,24 @@ static void load_short_conv(const GgufFile& f, const Hparams& hp, const std::str
         throw Error(f.name() + ": tensor '" + L.ssm_conv.tensor->name + "' must be F32, not " + std::string(traits(L.ssm_conv.type()).name));
 }
 
+// A Mamba-2 layer's tensors, with the shapes llama.cpp's nemotron_h loader gives them.
+static void load_mamba2(const GgufFile& f, const Hparams& hp, const std::string& b, LayerWeights& L) {
+    const SsmParams& s = hp.ssm;
+    const uint64_t e = uint64_t(hp.n_embd), inner = uint64_t(s.inner_size), heads = uint64_t(s.n_v_heads),
+                   groups = uint64_t(s.n_k_heads), conv = inner + 2 * groups * uint64_t(s.state_size);
+    L.ssm_in = tensor(f, b + "ssm_in.weight", {e, inner + conv + heads});
+    L.ssm_conv = tensor(f, b + "ssm_conv1d.weight", {uint64_t(s.conv_kernel), conv});
+    L.ssm_conv_bias = tensor(f, b + "ssm_conv1d.bias", {conv}, false);
+    L.ssm_dt_bias = tensor(f, b + "ssm_dt.bias", {heads});
+    L.ssm_a = tensor(f, b + "ssm_a", {1, heads});
+    L.ssm_d = tensor(f, b + "ssm_d", {1, heads});
+    L.ssm_norm = tensor(f, b + "ssm_norm.weight", {inner / groups, groups});
+    L.ssm_out = tensor(f, b + "ssm_out.weight", {inner, e});
+    for (const Weight* w : {&L.ssm_conv, &L.ssm_conv_bias, &L.ssm_dt_bias, &L.ssm_a, &L.ssm_d, &L.ssm_norm})
+        if (*w && w->type() != TensorType::F32)
+            throw Error(f.name() + ": tensor '" + w->tensor->name + "' must be F32, not " + std::string(traits(w->type()).name));
+}
+
 // A Gated DeltaNet layer's tensors, with the shapes llama.cpp's qwen35 loader gives them.
 static void load_delta_net(const GgufFile& f, const Hparams& hp, const std::string& b, LayerWeights& L) {
     const SsmParams& s = hp.ssm;
@@ -241,8 +259,12 @@ std::unique_ptr<Model> model_from_gguf(GgufFile file, bool interleave) {
         L.attn_norm = tensor(f, b + "attn_norm.weight", {e}, a.pre_norms);
         if (hp.recurrent(l) && a.short_conv) {
             load_short_conv(f, hp, b, L);
+        } else if (hp.recurrent(l) && a.mamba2) {
+            load_mamba2(f, hp, b, L);
         } else if (hp.recurrent(l)) {
             load_delta_net(f, hp, b, L);
+        } else if (!hp.has_attention(l)) {
+            // an MLP alone (Nemotron-H)
         } else if (a.fused_qkv && f.find_tensor(b + "attn_qkv.weight")) {
             L.wqkv = tensor(f, b + "attn_qkv.weight", {e, q + 2 * kv});
             L.bqkv = tensor(f, b + "attn_qkv.bias", {q + 2 * kv}, false);
@@ -256,12 +278,12 @@ std::unique_ptr<Model> model_from_gguf(GgufFile file, bool interleave) {
             L.bk = tensor(f, b + "attn_k.bias", {kv}, a.qkv_bias);
             L.bv = tensor(f, b + "attn_v.bias", {kv}, a.qkv_bias);
         }
-        if (a.qk_norm != QkNorm::None && !hp.recurrent(l)) {
+        if (a.qk_norm != QkNorm::None && hp.has_attention(l)) {
             const bool per_head = a.qk_norm == QkNorm::PerHead;
             L.q_norm = tensor(f, b + "attn_q_norm.weight", {per_head ? d : q});
             if (own_kv) L.k_norm = tensor(f, b + "attn_k_norm.weight", {per_head ? d : kv});
         }
-        if (!hp.recurrent(l)) {
+        if (hp.has_attention(l)) {
             L.wo = tensor(f, b + "attn_output.weight", {q, e});
             L.bo = tensor(f, b + "attn_output.bias", {e}, false);
         }
@@ -269,7 +291,8 @@ std::unique_ptr<Model> model_from_gguf(GgufFile file, bool interleave) {
             L.attn_post_norm = tensor(f, b + "post_attention_norm.weight", {e});
             L.ffn_post_norm = tensor(f, b + "post_ffw_norm.weight", {e});
         }
-        L.ffn_norm = tensor(f, b + a.ffn_norm + ".weight", {e}, a.pre_norms);
+        // A layer that runs an MLP alone normalises its input with attn_norm (Nemotron-H).
+        L.ffn_norm = tensor(f, b + a.ffn_norm + ".weight", {e}, a.pre_norms && hp.has_mixer(l) && hp.has_ffn(l));
         L.attn_sinks = tensor(f, b + "attn_sinks.weight", {uint64_t(hp.n_head)}, a.sinks);
         if (a.attn_out_bias && !L.bo) throw Error(f.name() + ": tensor '" + b + "attn_output.bias' is missing");
         if (a.layer_output_scale) L.out_scale = tensor(f, b + "layer_output_scale.weight", {1}, false);
@@ -279,11 +302,11 @@ std::unique_ptr<Model> model_from_gguf(GgufFile file, bool interleave) {
             L.ple_proj = tensor(f, b + "proj.weight", {pl, e});
             L.ple_post_norm = tensor(f, b + "post_norm.weight", {e});
         }
-        if (!hp.experts(l) || a.dense_beside_experts) {  // the experts themselves are load_experts'
+        if ((!hp.experts(l) || a.dense_beside_experts) && ff > 0) {  // the experts themselves are load_experts'
             if (a.fused_gate_up) {
                 L.ffn_up = tensor(f, b + "ffn_up.weight", {e, 2 * ff});
             } else {
-                L.ffn_gate = tensor(f, b + "ffn_gate.weight", {e, ff});
+                L.ffn_gate = tensor(f, b + "ffn_gate.weight", {e, ff}, a.activation != Activation::ReluSquared);
                 L.ffn_up = tensor(f, b + "ffn_up.weight", {e, ff});
                 L.b_gate = tensor(f, b + "ffn_gate.bias", {ff}, false);
                 L.b_up = tensor(f, b + "ffn_up.bias", {ff}, false);

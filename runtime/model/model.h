@@ -51,6 +51,7 @@ struct LayerWeights {
     // the decay (ssm_alpha, ssm_dt.bias, ssm_a) and update strength (ssm_beta) per value head, the
     // gated norm's gain and the out-projection.
     Weight ssm_in, ssm_z, ssm_conv, ssm_alpha, ssm_beta, ssm_dt_bias, ssm_a, ssm_norm, ssm_out;
+    Weight ssm_conv_bias, ssm_d;  // Mamba-2's convolution bias and skip (D) per head
     // gemma4: the factor on the residual after the layer; the PLE block (gate from x, the layer's slice
     // of the per-layer input, projection back, post-norm); a MoE layer's router input scale, per-expert
     // output scales and the norms around its two branches.

@@ -115,7 +115,7 @@ DecodeBudget decode_bytes_per_token(const ModelShape& shape, int position, KvTyp
     // layer reading another's cache reads it again).
     const Hparams& hp = shape.hp;
     for (int l = 0; l < hp.n_layer; ++l) {
-        if (hp.recurrent(l)) continue;
+        if (!hp.has_attention(l)) continue;
         const int seen = hp.window(l) > 0 ? std::min(std::max(0, position), hp.window(l)) : std::max(0, position);
         budget.kv_bytes += kv_bytes_per_slot(hp, l, kv_types) * uint64_t(seen);
     }
@@ -134,7 +134,7 @@ double prompt_flops(const ModelShape& shape, int n_tokens) {
     // weighted sum of values, per head of the layer's size.
     double attention = 0;
     for (int l = 0; l < hp.n_layer; ++l) {
-        if (hp.recurrent(l)) continue;
+        if (!hp.has_attention(l)) continue;
         const double n = n_tokens, w = hp.window(l);
         const double attended = w <= 0 || w >= n ? n * (n + 1) / 2 : w * (w + 1) / 2 + (n - w) * w;
         attention += 4.0 * double(hp.head_dim_of(l)) * double(hp.n_head) * attended;
@@ -142,7 +142,12 @@ double prompt_flops(const ModelShape& shape, int n_tokens) {
     const double output = 2.0 * double(hp.n_vocab) * double(hp.n_embd);
     // A Gated DeltaNet layer's rule per token and value head: decay, read, update and read again of
     // its state_size² matrix, four multiply-adds an entry.
-    const double delta_rule = 8.0 * double(hp.ssm.value_dim()) * double(hp.ssm.state_size) * double(hp.n_recurrent());
+    // A Mamba-2 layer's scan: decay, update and read of inner_size state rows, three multiply-adds an
+    // entry; a short convolution's taps are next to nothing.
+    const bool mamba2 = hp.family && hp.family->mamba2, short_conv = hp.family && hp.family->short_conv;
+    const double delta_rule = short_conv ? 0.0
+                              : mamba2   ? 6.0 * double(hp.ssm.inner_size) * double(hp.ssm.state_size) * double(hp.n_recurrent())
+                                         : 8.0 * double(hp.ssm.value_dim()) * double(hp.ssm.state_size) * double(hp.n_recurrent());
     return (per_token + delta_rule) * double(n_tokens) + attention + output;
 }
 

@@ -76,7 +76,7 @@ DecodeEstimate predict_decode(const ModelShape& shape, const MachineProfile& pro
     // recurrent layer's state is in budget.state_bytes.
     double kv_compute = 0;
     for (int l = 0; l < hp.n_layer; ++l) {
-        if (hp.recurrent(l)) continue;
+        if (!hp.has_attention(l)) continue;
         const int seen = hp.window(l) > 0 ? std::min(position + 1, hp.window(l)) : position + 1;
         kv_compute += double(hp.n_head) * double(seen) * profile.decode_attention_seconds_per_head_position(hp.head_dim_of(l), n_threads);
     }
@@ -120,7 +120,7 @@ PrefillEstimate predict_prefill(const ModelShape& shape, const MachineProfile& p
         const Hparams& hp = shape.hp;
         const double attended = double(m) * (double(first) + double(m + 1) / 2);
         for (int l = 0; l < hp.n_layer; ++l) {
-            if (hp.recurrent(l)) continue;
+            if (!hp.has_attention(l)) continue;
             const int d = hp.head_dim_of(l);
             const double measured = profile.prompt_attention_gflops_at(d, n_threads) * 1e9;
             const double rate = measured > 0 ? measured : gemm_rate(profile, TensorType::F32, n_threads, d);
@@ -131,7 +131,11 @@ PrefillEstimate predict_prefill(const ModelShape& shape, const MachineProfile& p
         // two passes over state_size rows, each a load, a multiply-add and a store of state_size
         // floats, priced as two positions of decode attention per row (a dot product and a weighted
         // add of a head), the measured rate of the same kind of work.
-        seconds += double(m) * hp.n_recurrent() * hp.ssm.n_v_heads * 2.0 * hp.ssm.state_size *
+        // Mamba-2 has a state row per inner channel; a short convolution has no state rows.
+        const double state_rows = hp.family->short_conv ? 0.0
+                                  : hp.family->mamba2   ? double(hp.ssm.inner_size)
+                                                        : double(hp.ssm.n_v_heads) * hp.ssm.state_size;
+        seconds += double(m) * hp.n_recurrent() * state_rows * 2.0 *
                    profile.decode_attention_seconds_per_head_position(hp.ssm.state_size, n_threads);
     }
     // Logits for the last token only: one pass over the output matrix.

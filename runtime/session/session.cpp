@@ -56,7 +56,7 @@ Session::Session(const Model& model, const SessionOptions& options)
         capacity[size_t(l)] = kv_layer_slots(hp, l, n_ctx_, n_batch_);
         width[size_t(l)] = hp.kv_dim_of(l);
         smallest_head = std::min(smallest_head, hp.head_dim_of(l));
-        if (!hp.recurrent(l)) most_per_key = std::max(most_per_key, hp.n_head / hp.n_head_kv_of(l));
+        if (hp.has_attention(l)) most_per_key = std::max(most_per_key, hp.n_head / hp.n_head_kv_of(l));
     }
     kv_ = KvCache(options.kv_types, hp.n_layer, n_ctx_, hp.kv_dim(), smallest_head, std::move(capacity), std::move(width));
     recurrent_ = RecurrentState(hp);
@@ -65,7 +65,7 @@ Session::Session(const Model& model, const SessionOptions& options)
     rope_factors_ = model.rope_freqs ? model.rope_freqs
                     : n_ctx_ > hp.rope.n_ctx_orig ? model.rope_factors_long
                                                   : model.rope_factors_short;
-    const int widest = std::max({hp.n_embd, hp.n_ff, hp.n_ff_exp, hp.q_dim(), hp.n_ff_shexp, hp.ssm.value_dim(),
+    const int widest = std::max({hp.n_embd, hp.n_ff, hp.n_ff_exp, hp.q_dim(), hp.n_ff_shexp, hp.ssm.value_dim(), hp.ssm.inner_size,
                                  hp.n_embd_per_layer * hp.n_layer});
     scratch_ = MatmulScratch(choose_kernel_path(options.kernels), most_threads, size_t(widest),
                              options.gemm);
@@ -188,14 +188,19 @@ void Session::forward_layers(std::span<const int32_t> tokens, std::span<const Kv
     // block where the family's description says so.
     for (int l = 0; l < hp.n_layer; ++l) {
         const LayerWeights& L = model_.layers[size_t(l)];
-        block_input(L.attn_norm);
-        if (hp.recurrent(l) && hp.family->short_conv) short_conv(hp, L, l, xn_.data(), n, places, xn_.data(), scratch_, short_conv_);
-        else if (hp.recurrent(l)) gated_delta_net(hp, L, l, xn_.data(), n, places, xn_.data(), scratch_, delta_net_);
-        else attention_block(l, n, places, one_sequence);
-        add_residual(L.attn_post_norm);
-        block_input(L.ffn_norm);
-        ffn_block(l, n);
-        add_residual(L.ffn_post_norm);
+        if (hp.has_mixer(l)) {
+            block_input(L.attn_norm);
+            if (!hp.recurrent(l)) attention_block(l, n, places, one_sequence);
+            else if (hp.family->short_conv) short_conv(hp, L, l, xn_.data(), n, places, xn_.data(), scratch_, short_conv_);
+            else if (hp.family->mamba2) mamba2(hp, L, l, xn_.data(), n, places, xn_.data(), scratch_, mamba2_);
+            else gated_delta_net(hp, L, l, xn_.data(), n, places, xn_.data(), scratch_, delta_net_);
+            add_residual(L.attn_post_norm);
+        }
+        if (hp.has_ffn(l)) {
+            block_input(hp.has_mixer(l) ? L.ffn_norm : L.attn_norm);  // an MLP alone sits behind attn_norm (Nemotron-H)
+            ffn_block(l, n);
+            add_residual(L.ffn_post_norm);
+        }
         if (L.ple_gate) {
             per_layer_embedding(l, n);
             add_residual(L.ple_post_norm);
@@ -305,15 +310,22 @@ void Session::dense_ffn(const LayerWeights& L, int F, int n) {
         matmul(gate_up, xn_.data(), n, scratch_);
         add_bias(L.b_gate, gate_.data(), n, F);
         add_bias(L.b_up, up_.data(), n, F);
-    } else {
+    } else if (hp.family->fused_gate_up) {
         matmul(L.ffn_up, xn_.data(), fused_.data(), n, scratch_);
         for (int t = 0; t < n; ++t) {
             std::copy_n(row(fused_, t, 2 * F), F, row(gate_, t, F));
             std::copy_n(row(fused_, t, 2 * F) + F, F, row(up_, t, F));
         }
     }
-    if (hp.family->activation == Activation::GeluTanh) geglu(gate_.data(), up_.data(), size_t(n) * F, scratch_.n_threads);
-    else swiglu(gate_.data(), up_.data(), size_t(n) * F, scratch_.n_threads);
+    if (!L.ffn_gate && !hp.family->fused_gate_up) {  // no gate: relu(up)² (Nemotron-H)
+        matmul(L.ffn_up, xn_.data(), gate_.data(), n, scratch_);
+        add_bias(L.b_up, gate_.data(), n, F);
+        for (size_t i = 0; i < size_t(n) * size_t(F); ++i) gate_[i] = gate_[i] > 0 ? gate_[i] * gate_[i] : 0.0f;
+    } else if (hp.family->activation == Activation::GeluTanh) {
+        geglu(gate_.data(), up_.data(), size_t(n) * F, scratch_.n_threads);
+    } else {
+        swiglu(gate_.data(), up_.data(), size_t(n) * F, scratch_.n_threads);
+    }
     matmul(L.ffn_down, gate_.data(), xn_.data(), n, scratch_);
     add_bias(L.b_down, xn_.data(), n, hp.n_embd);
 }

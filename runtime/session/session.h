@@ -11,6 +11,7 @@
 #include "runtime/compute/attention_batch.h"
 #include "runtime/compute/attention_decode.h"
 #include "runtime/compute/delta_net.h"
+#include "runtime/compute/mamba2.h"
 #include "runtime/compute/short_conv.h"
 #include "runtime/compute/kv_cache.h"
 #include "runtime/model/model.h"
@@ -168,6 +169,7 @@ private:
     MoeScratch moe_;
     DeltaNetScratch delta_net_;
     ShortConvScratch short_conv_;
+    Mamba2Scratch mamba2_;
     std::vector<float> attn_gate_;                    // the attention output gate's rows (attn_output_gate)
     std::vector<float> shexp_gate_, shexp_up_, shexp_weight_;  // the shared expert's rows
     std::vector<float> ple_, table_row_;    // per-layer inputs [token][layer][width]; one table row on the way
