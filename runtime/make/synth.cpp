@@ -80,6 +80,23 @@ const std::vector<SynthPreset> kPresets = {
     {"gemma-4-31b", "gemma4", 262144, 5376, 60, 21504, 32, 16, 262144, 1e6f, 1e-6f, true, false, 0, "google/gemma-4-31B-it",
      {.head_dim = 512, .n_swa = 1024, .rope_base_swa = 1e4f, .swa_period = 6, .head_dim_swa = 256, .n_head_kv_full = 4,
       .v_from_k_full = true, .rope_partial = 0.25f}},
+    // The short-convolution and Mamba-2 hybrids (config.json as llama.cpp's converters write it):
+    // LFM2's attention layers listed in full_attn_idxs, its FFN width block_ff_dim adjusted (2/3,
+    // rounded up to 256); Nemotron-H's hybrid_override_pattern; Granite 4.0-H's layer_types, its
+    // Mamba-2 inner width expand × hidden, experts as wide as feed_forward_length.
+    {"lfm2-1.2b", "lfm2", 65536, 2048, 16, 8192, 32, 8, 128000, 1e6f, 1e-5f, true, false, 0, "LiquidAI/LFM2-1.2B",
+     {.layer_kinds = "CCACCACCACACACAC", .conv_kernel = 3}},
+    {"lfm2-8b-a1b", "lfm2moe", 65536, 2048, 24, 7168, 32, 8, 128000, 1e6f, 1e-5f, true, false, 0, "LiquidAI/LFM2-8B-A1B",
+     {.n_expert = 32, .n_expert_used = 4, .n_ff_exp = 1792, .layer_kinds = "CCACCCACCCACCCACCCACCACC", .conv_kernel = 3, .n_dense_lead = 2}},
+    {"nemotron-nano-9b-v2", "nemotron_h", 131072, 4480, 56, 15680, 40, 8, 131072, 1e4f, 1e-5f, false, false, 0,
+     "nvidia/NVIDIA-Nemotron-Nano-9B-v2",
+     {.head_dim = 128, .ssm_state = 128, .layer_kinds = "M-M-M-MM-M-M-M*-M-M-M*-M-M-M-M*-M-M-M-M*-M-MM-M-M-M-M-M-", .conv_kernel = 4,
+      .ssm_inner = 10240, .ssm_heads = 128, .ssm_groups = 8}},
+    {"granite-4.0-h-tiny", "granitehybrid", 100352, 1536, 40, 512, 12, 4, 131072, 1e4f, 1e-5f, true, false, 0,
+     "ibm-granite/granite-4.0-h-tiny",
+     {.embedding_scale = 12.0f, .residual_scale = 0.22f, .attention_scale = 0.0078125f, .logit_scale = 6.0f, .n_expert = 64,
+      .n_expert_used = 6, .n_ff_exp = 512, .n_ff_shexp = 1024, .ssm_state = 128,
+      .layer_kinds = "mmmmmAmmmmmmmmmAmmmmmmmmmAmmmmmmmmmAmmmm", .conv_kernel = 4, .ssm_inner = 3072, .ssm_heads = 48, .ssm_groups = 1}},
     // Not a real model: small enough for tests, shaped like the others.
     {"tiny", "llama", 512, 256, 2, 768, 4, 2, 512, 10000.0f, 1e-5f, false, false, 0, "rill's test preset"},
     {"tiny-moe", "qwen3moe", 512, 256, 2, 256, 4, 2, 512, 1e6f, 1e-6f, false, false, 0, "rill's test preset",
@@ -96,6 +113,10 @@ const std::vector<SynthPreset> kPresets = {
      {.n_expert = 8, .n_expert_used = 2, .n_ff_exp = 16, .layer_kinds = "CCCA", .conv_kernel = 3, .n_dense_lead = 2}},
     {"tiny-nemotron-h", "nemotron_h", 512, 256, 6, 96, 4, 2, 512, 1e4f, 1e-5f, false, false, 0, "rill's test preset",
      {.head_dim = 64, .ssm_state = 16, .layer_kinds = "M-M*M-", .conv_kernel = 4, .ssm_inner = 512, .ssm_heads = 8, .ssm_groups = 2}},
+    {"tiny-granite-h", "granitehybrid", 512, 256, 6, 64, 4, 2, 512, 1e4f, 1e-5f, true, false, 0, "rill's test preset",
+     {.embedding_scale = 12.0f, .residual_scale = 0.22f, .attention_scale = 0.125f, .logit_scale = 6.0f, .n_expert = 8, .n_expert_used = 2,
+      .n_ff_exp = 64, .n_ff_shexp = 128, .ssm_state = 16, .layer_kinds = "mmAmmA", .conv_kernel = 4, .ssm_inner = 512, .ssm_heads = 8,
+      .ssm_groups = 1}},
     {"tiny-hybrid", "qwen35moe", 512, 256, 4, 0, 4, 2, 512, 1e7f, 1e-6f, false, false, 0, "rill's test preset",
      {.head_dim = 64, .n_rot = 16, .n_expert = 8, .n_expert_used = 2, .n_ff_exp = 64, .n_ff_shexp = 64, .ssm_conv_kernel = 4,
       .ssm_state = 32, .ssm_k_heads = 2, .ssm_v_heads = 4, .full_attention_interval = 4}},
@@ -227,8 +248,11 @@ void write_family_metadata(GgufWriter& out, const SynthPreset& p) {
             ff.push_back(p.n_ff_of(l));
         }
         out.set_i32s(a + "attention.head_count_kv", kv_heads);
-        if (std::find(p.family.layer_kinds, p.family.layer_kinds + p.n_layer, 'M') != p.family.layer_kinds + p.n_layer) {
-            out.set_i32s(a + "feed_forward_length", ff);
+        const auto has = [&](char kind) { return std::find(f.layer_kinds, f.layer_kinds + p.n_layer, kind) != f.layer_kinds + p.n_layer; };
+        if (has('M') || has('m')) {
+            if (has('M')) out.set_i32s(a + "feed_forward_length", ff);
+            else out.set_u32(a + "feed_forward_length", uint32_t(p.n_ff));
+            if (has('m')) out.set_bool(a + "rope.scaling.finetuned", false);  // Granite 4.0-H: no positions
             out.set_u32(a + "ssm.conv_kernel", uint32_t(f.conv_kernel));
             out.set_u32(a + "ssm.inner_size", uint32_t(f.ssm_inner));
             out.set_u32(a + "ssm.state_size", uint32_t(f.ssm_state));
@@ -340,7 +364,7 @@ Hparams preset_hparams(const SynthPreset& p) {
         for (int l = 0; l < p.n_layer; ++l) {
             hp.layer_n_head_kv.push_back(p.n_head_kv_of(l));
             hp.layer_n_ff.push_back(p.n_ff_of(l));
-            hp.layer_recurrent[size_t(l)] = p.kind(l) == 'M' || p.kind(l) == 'C';
+            hp.layer_recurrent[size_t(l)] = p.kind(l) == 'M' || p.kind(l) == 'm' || p.kind(l) == 'C';
             ff_differ = ff_differ || hp.layer_n_ff.back() != hp.layer_n_ff.front();
         }
         if (!ff_differ) hp.layer_n_ff.clear();
@@ -348,7 +372,7 @@ Hparams preset_hparams(const SynthPreset& p) {
         if (a.mamba2)
             hp.ssm = {.conv_kernel = p.family.conv_kernel, .state_size = p.family.ssm_state, .n_k_heads = p.family.ssm_groups,
                       .n_v_heads = p.family.ssm_heads, .inner_size = p.family.ssm_inner};
-        if (a.no_rope) hp.layer_rope.assign(size_t(p.n_layer), 0);
+        if (a.no_rope || a.rope_switch) hp.layer_rope.assign(size_t(p.n_layer), 0);
         hp.n_dense_lead = p.family.n_dense_lead;
     }
     if (p.family.swa_period > 0) {  // Gemma 4's per-layer shapes, as read_hparams reads them from the file
@@ -397,7 +421,7 @@ std::vector<SynthTensor> synth_tensors(const SynthPreset& p) {
         const uint64_t q = uint64_t(p.n_head) * d, kv = uint64_t(p.n_head_kv_of(l)) * d;
         const bool own_kv = p.owns_kv(l);
         if (a.pre_norms) t.push_back({b + "attn_norm.weight", {e}});
-        if (p.kind(l) == 'M') {  // Mamba-2 (Nemotron-H): the layer's only block
+        const auto mamba2 = [&] {
             const SynthFamilyShape& s = p.family;
             const uint64_t inner = uint64_t(s.ssm_inner), heads = uint64_t(s.ssm_heads), groups = uint64_t(s.ssm_groups);
             const uint64_t conv = inner + 2 * groups * uint64_t(s.ssm_state);
@@ -409,6 +433,9 @@ std::vector<SynthTensor> synth_tensors(const SynthPreset& p) {
             t.push_back({b + "ssm_d", {1, heads}});
             t.push_back({b + "ssm_norm.weight", {inner / groups, groups}});
             t.push_back({b + "ssm_out.weight", {inner, e}});
+        };
+        if (p.kind(l) == 'M') {  // Mamba-2 (Nemotron-H): the layer's only block
+            mamba2();
             continue;
         }
         if (p.kind(l) == '-') {  // an MLP alone (Nemotron-H)
@@ -416,7 +443,9 @@ std::vector<SynthTensor> synth_tensors(const SynthPreset& p) {
             t.push_back({b + "ffn_down.weight", {f, e}});
             continue;
         }
-        if (p.kind(l) == 'C') {  // LFM2's short convolution, its FFN below
+        if (p.kind(l) == 'm') {  // Granite 4.0-H's Mamba-2, its FFN below
+            mamba2();
+        } else if (p.kind(l) == 'C') {  // LFM2's short convolution, its FFN below
             t.push_back({b + "shortconv.in_proj.weight", {e, 3 * e}});
             t.push_back({b + "shortconv.conv.weight", {uint64_t(p.family.conv_kernel), e}});
             t.push_back({b + "shortconv.out_proj.weight", {e, e}});
@@ -482,7 +511,7 @@ std::vector<SynthTensor> synth_tensors(const SynthPreset& p) {
             }
             continue;
         }
-        if (a.moe && l >= p.family.n_dense_lead) {
+        if ((a.moe || p.family.n_expert > 0) && l >= p.family.n_dense_lead) {
             const uint64_t n = uint64_t(p.family.n_expert), fe = uint64_t(p.family.n_ff_exp);
             t.push_back({b + "ffn_gate_inp.weight", {e, n}});
             if (a.gating == Gating::SigmoidBiasedTopK) t.push_back({b + "exp_probs_b.bias", {n}});
@@ -495,9 +524,9 @@ std::vector<SynthTensor> synth_tensors(const SynthPreset& p) {
                 t.push_back({b + "ffn_up_exps.bias", {fe, n}});
                 t.push_back({b + "ffn_down_exps.bias", {e, n}});
             }
-            if (a.shared_expert) {
+            if (p.family.n_ff_shexp > 0) {
                 const uint64_t fs = uint64_t(p.family.n_ff_shexp);
-                t.push_back({b + "ffn_gate_inp_shexp.weight", {e, 1}});
+                if (a.shared_expert) t.push_back({b + "ffn_gate_inp_shexp.weight", {e, 1}});
                 t.push_back({b + "ffn_gate_shexp.weight", {e, fs}});
                 t.push_back({b + "ffn_up_shexp.weight", {e, fs}});
                 t.push_back({b + "ffn_down_shexp.weight", {fs, e}});

@@ -39,7 +39,7 @@ struct SynthFamilyShape {
     float rope_partial = 0;
     // Hybrids whose layers differ in kind, one character per layer (Nemotron-H's
     // hybrid_override_pattern): 'M' Mamba-2, '*' attention, '-' an MLP alone; 'C' a short convolution
-    // and 'A' attention, each with its FFN (LFM2). Empty: every layer attention.
+    // (LFM2), 'm' Mamba-2 (Granite 4.0-H) and 'A' attention, each with its FFN. Empty: every layer attention.
     const char* layer_kinds = "";
     int conv_kernel = 0;  // shortconv.l_cache or ssm.conv_kernel
     // Mamba-2: inner width, state size, heads and groups.

@@ -100,6 +100,10 @@ const Architecture kArchitectures[] = {
     // NVIDIA's Nemotron-H (llama.cpp's src/models/nemotron-h.cpp): Mamba-2, attention without positions
     // and ReLU² MLPs, one per layer, as the per-layer head_count_kv and feed_forward_length say.
     {.name = "nemotron_h", .activation = Activation::ReluSquared, .mamba2 = true, .single_block_layers = true, .no_rope = true},
+    // IBM's Granite 4.0-H (llama.cpp's src/models/granite-hybrid.cpp): Mamba-2 and attention layers,
+    // each with an FFN: SwiGLU, or (Tiny, Small) softmax-routed experts of feed_forward_length with an
+    // ungated shared expert; Granite's four scales.
+    {.name = "granitehybrid", .granite_scales = true, .experts_optional = true, .mamba2 = true, .rope_switch = true},
 };
 
 std::string join(const std::vector<std::string>& items) {
@@ -449,7 +453,9 @@ Hparams read_hparams(const GgufFile& f) {
                         ", more than expert_count " + std::to_string(hp.n_expert));
         hp.n_ff_exp = f.find(p + "expert_feed_forward_length") ? required_int(f, p + "expert_feed_forward_length") : hp.n_ff;
         if (hp.n_ff_exp == 0) throw Error(f.name() + ": metadata '" + p + "expert_feed_forward_length' is missing");
-        if (a.shared_expert) hp.n_ff_shexp = required_int(f, p + "expert_shared_feed_forward_length");
+        // Granite's shared expert is optional and ungated; Qwen3.5-MoE's is required and gated.
+        if (a.shared_expert || f.find(p + "expert_shared_feed_forward_length"))
+            hp.n_ff_shexp = required_int(f, p + "expert_shared_feed_forward_length");
         if (const auto lead = f.get_uint(p + "leading_dense_block_count")) {
             if (*lead > uint64_t(hp.n_layer))
                 throw Error(f.name() + ": metadata '" + p + "leading_dense_block_count' is " + std::to_string(*lead) + ", more than the " +
@@ -488,6 +494,8 @@ Hparams read_hparams(const GgufFile& f) {
         for (int l = 0; l < hp.n_layer; ++l) hp.layer_sliding[size_t(l)] = hp.n_swa > 0 && flags[size_t(l)] != 0;
     }
     if (a.no_rope) hp.layer_rope.assign(size_t(hp.n_layer), 0);
+    if (const GgufValue* finetuned = f.find(p + "rope.scaling.finetuned"); a.rope_switch && finetuned && finetuned->u == 0)
+        hp.layer_rope.assign(size_t(hp.n_layer), 0);
     // LFM2: a window makes every attention layer sliding.
     if (a.short_conv && hp.n_swa > 0)
         for (int l = 0; l < hp.n_layer; ++l) hp.layer_sliding[size_t(l)] = !hp.recurrent(l);

@@ -49,7 +49,7 @@ struct Architecture {
     // (qwen35): a recurrent block, runtime/compute/delta_net.h.
     bool gated_delta_net = false;
     bool attn_output_gate = false;  // attn_q holds [q_h | gate_h] per head; the output is multiplied by σ(gate)
-    bool shared_expert = false;     // ffn_*_shexp beside the routed experts, scaled by σ(ffn_gate_inp_shexp·x)
+    bool shared_expert = false;     // ffn_*_shexp beside the routed experts, scaled by σ(ffn_gate_inp_shexp·x) (required)
     bool rope_sections = false;     // rope.dimension_sections: interleaved multi-axis RoPE (IMROPE)
     // Gemma 4 (llama.cpp's src/models/gemma4.cpp):
     float fixed_kq_scale = 0.0f;    // > 0: the attention scores' scale, whatever the head size
@@ -75,6 +75,9 @@ struct Architecture {
     // (feed_forward_length > 0), each behind attn_norm; attention without positions.
     bool single_block_layers = false;
     bool no_rope = false;
+    // Granite 4.0-H: attention rotates only where rope.scaling.finetuned is true (its default); the
+    // converter writes false, so its attention has no positions.
+    bool rope_switch = false;
 };
 
 // The family a file names, or nullptr.

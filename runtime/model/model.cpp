@@ -158,11 +158,12 @@ static void load_experts(Model& m) {
         L.b_down_exps = tensor(f, b + "ffn_down_exps.bias", {e, n}, a.expert_biases);
         for (const Weight* w : {&L.b_router, &L.select_bias, &L.b_gate_exps, &L.b_up_exps, &L.b_down_exps})
             if (*w && w->type() != TensorType::F32) throw Error(f.name() + ": tensor '" + w->tensor->name + "' must be F32");
-        if (a.shared_expert) {
+        if (hp.n_ff_shexp > 0) {
             const uint64_t fs = uint64_t(hp.n_ff_shexp);
             // The converter writes the HF Linear(n_embd, 1) as [n_embd, 1]; llama-quantize's output has it 1-D.
             const GgufTensor* g = f.find_tensor(b + "ffn_gate_inp_shexp.weight");
-            L.shexp_gate_inp = tensor(f, b + "ffn_gate_inp_shexp.weight", g && g->n_dims == 1 ? std::vector<uint64_t>{e} : std::vector<uint64_t>{e, 1});
+            L.shexp_gate_inp = tensor(f, b + "ffn_gate_inp_shexp.weight", g && g->n_dims == 1 ? std::vector<uint64_t>{e} : std::vector<uint64_t>{e, 1},
+                                      a.shared_expert);
             L.shexp_gate = tensor(f, b + "ffn_gate_shexp.weight", {e, fs});
             L.shexp_up = tensor(f, b + "ffn_up_shexp.weight", {e, fs});
             L.shexp_down = tensor(f, b + "ffn_down_shexp.weight", {fs, e});

@@ -291,9 +291,9 @@ void Session::ffn_block(int l, int n) {
     if (hp.experts(l) && arch.dense_beside_experts) return dense_and_experts(l, n);
     if (hp.experts(l)) {
         // The shared expert reads xn before the routed experts overwrite it.
-        if (arch.shared_expert) shared_expert(L, n);
+        if (hp.n_ff_shexp > 0) shared_expert(L, n);
         moe_ffn(hp, L, xn_.data(), n, xn_.data(), scratch_, moe_);
-        if (arch.shared_expert)
+        if (hp.n_ff_shexp > 0)
             for (int t = 0; t < n; ++t)
                 for (int i = 0; i < hp.n_embd; ++i) row(xn_, t, E)[i] += row(shexp_up_, t, E)[i];
         return;
@@ -387,7 +387,8 @@ void Session::per_layer_embedding(int l, int n) {
     matmul(L.ple_proj, gate_.data(), xn_.data(), n, scratch_);
 }
 
-// shexp_up_ = σ(gate_inp·xn) · Wdown_s · silu(Wgate_s·xn) ⊙ Wup_s·xn, one row of n_embd per token.
+// shexp_up_ = σ(gate_inp·xn) · Wdown_s · silu(Wgate_s·xn) ⊙ Wup_s·xn, one row of n_embd per token (the
+// σ factor only where the file has gate_inp: Qwen3.5-MoE's, not Granite's).
 void Session::shared_expert(const LayerWeights& L, int n) {
     const Hparams& hp = model_.hp;
     const size_t rows = size_t(n), F = size_t(hp.n_ff_shexp), E = size_t(hp.n_embd);
@@ -396,9 +397,10 @@ void Session::shared_expert(const LayerWeights& L, int n) {
     shexp_weight_.resize(rows);
     const MatmulOutput gate_up[] = {{L.shexp_gate, shexp_gate_.data()}, {L.shexp_up, shexp_up_.data()}};
     matmul(gate_up, xn_.data(), n, scratch_);
-    matmul(L.shexp_gate_inp, xn_.data(), shexp_weight_.data(), n, scratch_);  // one row: a weight per token
     swiglu(shexp_gate_.data(), shexp_up_.data(), rows * F, scratch_.n_threads);
     matmul(L.shexp_down, shexp_gate_.data(), shexp_up_.data(), n, scratch_);
+    if (!L.shexp_gate_inp) return;  // Granite's shared expert is not gated
+    matmul(L.shexp_gate_inp, xn_.data(), shexp_weight_.data(), n, scratch_);  // one row: a weight per token
     for (size_t t = 0; t < rows; ++t) {
         const float weight = 1.0f / (1.0f + std::exp(-shexp_weight_[t]));
         for (size_t i = 0; i < E; ++i) shexp_up_[t * E + i] *= weight;
