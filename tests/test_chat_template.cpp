@@ -107,6 +107,36 @@ TEST_CASE("Gemma 4's template renders tools, tool results, reasoning and the dev
     CHECK(passed == cases);
 }
 
+TEST_CASE("LFM2.5's template renders tools, tool results and past thinking as transformers does", "[chat_template]") {
+    const auto [cases, passed] = check_cases("chat-templates/cases-2026.json", "LFM2.5-Instruct");
+    CHECK(cases == 8);
+    CHECK(passed == cases);
+}
+
+TEST_CASE("LFM2-8B-A1B's template renders its tool list and tool responses as transformers does", "[chat_template]") {
+    const auto [cases, passed] = check_cases("chat-templates/cases-2026.json", "LFM2-8B-A1B");
+    CHECK(cases == 7);
+    CHECK(passed == cases);
+}
+
+TEST_CASE("Nemotron Nano 2's template renders /think and /no_think, tools and a final answer as transformers does", "[chat_template]") {
+    const auto [cases, passed] = check_cases("chat-templates/cases-2026.json", "NVIDIA-Nemotron-Nano-v2");
+    CHECK(cases == 9);
+    CHECK(passed == cases);
+}
+
+TEST_CASE("Nemotron 3 Nano's template renders tools, tool calls and truncated thinking as transformers does", "[chat_template]") {
+    const auto [cases, passed] = check_cases("chat-templates/cases-2026.json", "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16");
+    CHECK(cases == 10);
+    CHECK(passed == cases);
+}
+
+TEST_CASE("Granite 4.0's template renders tools, documents and its default system prompt as transformers does", "[chat_template]") {
+    const auto [cases, passed] = check_cases("chat-templates/cases-2026.json", "ibm-granite-granite-4.0");
+    CHECK(cases == 8);
+    CHECK(passed == cases);
+}
+
 TEST_CASE("block tags drop the newline after them and the indentation before them", "[chat_template]") {
     CHECK(render("a\n  {% if true %}\n  b\n  {% endif %}\nc") == "a\n  b\nc");
     CHECK(render("  {# note #}\nx") == "x");
