@@ -187,6 +187,19 @@ TEST_CASE("a schema with required and optional properties accepts what validates
     CHECK_FALSE(matches(g, R"( {"name": "ann"})"));  // no space before the value
 }
 
+TEST_CASE("several schemas in one grammar each get the rule they are named by, references resolved in their own schema", "[grammar][schema]") {
+    using ordered = nlohmann::ordered_json;
+    const std::string rules = json_schema_rules({{"first", ordered::parse(R"({"type": "integer", "minimum": 1})")},
+                                                 {"second", ordered::parse(R"({"$ref": "#/$defs/s", "$defs": {"s": {"type": "string", "maxLength": 2}}})")},
+                                                 {"third", ordered::parse(R"({"type": "array", "items": {"$ref": "#/$defs/s"}, "$defs": {"s": {"type": "boolean"}}})")}});
+    CHECK(rules.find("root ::=") == std::string::npos);
+    const auto g = compile("root ::= first \" \" second \" \" third\n" + rules);
+    CHECK(matches(g, R"(7 "ab" [true,false])"));
+    CHECK_FALSE(matches(g, R"(0 "ab" [true])"));
+    CHECK_FALSE(matches(g, R"(7 "abc" [true])"));
+    CHECK_FALSE(matches(g, R"(7 "ab" ["x"])"));
+}
+
 TEST_CASE("enum and const allow only the listed values", "[grammar][schema]") {
     const auto g = schema_grammar(json::parse(R"({"enum": ["red", 3, null, {"a": [1]}]})"));
     CHECK(matches(g, R"("red")"));

@@ -95,14 +95,19 @@ std::string naturals_between(int64_t lo, int64_t hi) {
     const size_t max_len = hi < 0 ? 16 : std::to_string(hi).size();
     std::vector<std::string> parts;
     for (size_t len = a.size(); len <= max_len; ++len) {
-        const std::string from = len == a.size() ? a : "1" + std::string(len - 1, '0');
+        std::string from(len, '0');  // 10...0, or lo itself at its own length
+        from[0] = '1';
+        if (len == a.size()) from = a;
         std::string to = std::string(len, '9');
         if (hi >= 0 && len == max_len) to = std::to_string(hi);
         if (hi < 0 && len > a.size()) {  // every longer number at once
             parts.push_back("[1-9] [0-9]{" + std::to_string(len - 1) + "," + std::to_string(max_len - 1) + "}");
             break;
         }
-        parts.push_back("(" + digits_between(from, to) + ")");
+        // Appended piece by piece: GCC 12 reads "(" + a temporary as an overlapping copy (-Wrestrict).
+        std::string part = "(";
+        part += digits_between(from, to);
+        parts.push_back(part + ")");
     }
     std::string out;
     for (const std::string& p : parts) out += (out.empty() ? "" : " | ") + p;
@@ -111,11 +116,29 @@ std::string naturals_between(int64_t lo, int64_t hi) {
 
 class Converter {
 public:
-    explicit Converter(const json& root) : root_(root) {}
+    explicit Converter(const json& root) : root_(&root) {}
+    Converter() = default;
 
     std::string convert() {
-        const std::string top = visit(root_, "", "root-value");
-        std::string out = "root ::= " + top + "\n";
+        const std::string top = visit(*root_, "", "root-value");
+        return "root ::= " + top + "\n" + helpers();
+    }
+
+    // Each schema as a rule of the given name; a $ref points into the schema it is in.
+    std::string convert(const std::vector<std::pair<std::string, json>>& named) {
+        std::string out;
+        for (const auto& [name, schema] : named) {
+            root_ = &schema;
+            refs_.clear();
+            out += name + " ::= " + visit(schema, "", name) + "\n";
+        }
+        return out + helpers();
+    }
+
+private:
+    // The rules the visited schemas made, and the primitives they use.
+    std::string helpers() {
+        std::string out;
         for (const auto& [name, body] : rules_) out += name + " ::= " + body + "\n";
         std::set<std::string> written;
         std::vector<std::string> pending(used_.begin(), used_.end());
@@ -130,7 +153,6 @@ public:
         return out;
     }
 
-private:
     std::string use(const std::string& primitive) {
         used_.insert(primitive);
         return primitive;
@@ -156,7 +178,7 @@ private:
     const json& resolve(const std::string& ref, const std::string& where) {
         if (ref.empty() || ref[0] != '#') refuse(where, "'$ref' may only point into the same schema ('#/...'), not to '" + ref + "'");
         try {
-            return root_.at(json::json_pointer(ref.substr(1)));
+            return root_->at(json::json_pointer(ref.substr(1)));
         } catch (const json::exception&) {
             refuse(where, "the reference '" + ref + "' points at nothing");
         }
@@ -180,7 +202,7 @@ private:
             const std::string ref = schema["$ref"].get<std::string>();
             if (const auto it = refs_.find(ref); it != refs_.end()) return it->second;
             // Named before it is visited, so a recursive definition refers to itself.
-            const std::string name = "s-ref-" + std::to_string(refs_.size());
+            const std::string name = "s-ref-" + std::to_string(ref_count_++);
             refs_[ref] = name;
             rules_[name] = "";
             rules_[name] = visit(resolve(ref, where), ref, ref.substr(ref.find_last_of('/') + 1));
@@ -404,9 +426,10 @@ private:
         return use("number");
     }
 
-    const json& root_;
+    const json* root_ = nullptr;
     std::map<std::string, std::string> rules_;
     std::map<std::string, std::string> refs_;
+    int ref_count_ = 0;
     std::set<std::string> used_;
     int depth_ = 0;
 };
@@ -443,6 +466,8 @@ std::string json_schema_to_gbnf(const json& schema) {
     }
     return gbnf;
 }
+
+std::string json_schema_rules(const std::vector<std::pair<std::string, json>>& named) { return Converter().convert(named); }
 
 std::string json_object_gbnf() { return json_schema_to_gbnf(json{{"type", "object"}}); }
 

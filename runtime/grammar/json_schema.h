@@ -13,6 +13,8 @@
 // permits them. oneOf is generated as anyOf: branches that overlap can produce a value matching two.
 #pragma once
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -20,6 +22,11 @@ namespace rill::grammar {
 
 // The grammar text; its root rule is one JSON value (no leading or trailing space).
 std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema);
+
+// Several schemas in one grammar without a root: rule `name` is one JSON value valid for its schema
+// (a $ref points into that schema), and the rules they draw on are written once. For a caller whose
+// syntax around the values is not JSON (a call's arguments written as name=value).
+std::string json_schema_rules(const std::vector<std::pair<std::string, nlohmann::ordered_json>>& named);
 
 // Any JSON object (response_format json_object).
 std::string json_object_gbnf();
