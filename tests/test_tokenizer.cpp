@@ -224,6 +224,19 @@ TEST_CASE("an unknown pre-tokenizer is an error naming the supported ones", "[to
                                                        Catch::Contains("supported: default, llama-bpe"));
 }
 
+// No vocabulary of these families has llama.cpp vectors; llama.cpp gives their names Llama 3's split.
+TEST_CASE("LFM2's and Nemotron-H's pre-tokenizers split llama-bpe's 46 vector strings as Llama 3's does", "[tokenizer]") {
+    const VectorSet set = read_vectors(test::shared_path("vocab/ggml-vocab-llama-bpe.gguf"));
+    const PreTokenizer llama3("llama-bpe");
+    for (const char* name : {"lfm2", "pixtral"}) {
+        const PreTokenizer pre(name);
+        int same = 0;
+        for (const std::string& text : set.inputs) same += pre.split(text) == llama3.split(text);
+        INFO(name);
+        CHECK(same == 46);
+    }
+}
+
 TEST_CASE("invalid UTF-8 in the text is tokenized as U+FFFD, never rejected", "[tokenizer]") {
     const Vocab vocab = load_vocab(GgufFile::open(test::shared_path("vocab/ggml-vocab-gpt-2.gguf")));
     const auto ids = tokenize(vocab, std::string("a\xff" "b\xe2\x82"), {.add_special = false});

@@ -39,7 +39,9 @@ const std::vector<Recipe>& recipes() {
         {"llama-bpe", {kLlama3}},
         {"llama3", {kLlama3}},
         {"smaug-bpe", {kLlama3}},
-        {"dbrx", {kLlama3}},  // OLMo 2, Phi-4: cl100k's expression, which is Llama 3's
+        {"dbrx", {kLlama3}},  // OLMo 2, Phi-4, Granite 4.0: cl100k's expression, which is Llama 3's
+        {"lfm2", {kLlama3}},     // LFM2, LFM2.5: llama.cpp splits them with Llama 3's expression
+        {"pixtral", {kLlama3}},  // Nemotron-H (Nemotron Nano 2, Nemotron 3 Nano): likewise in llama.cpp
         {"gpt-4o", {kGpt4o}},  // Phi-4-mini
         {"gpt-2", {kGpt2}},
         {"phi-2", {kGpt2}},
