@@ -6,6 +6,7 @@
 #include <random>
 
 #include "apps/serve_tools_gemma4.h"
+#include "apps/serve_tools_lfm2.h"
 #include "runtime/base/error.h"
 #include "runtime/grammar/json_schema.h"
 #include "runtime/session/chat.h"
@@ -366,6 +367,8 @@ RenderedChat render_chat(const json& body, const ServedModel& served) {
     }
     if (tool_syntax(served.template_source) == ToolSyntax::Gemma4 && !gemma4_template_reads_tool_messages(served.template_source))
         messages = gemma4_tool_responses(messages);
+    // LFM2's templates render an assistant turn's content only: its calls go into the content, in its syntax.
+    if (tool_syntax(served.template_source) == ToolSyntax::Lfm2) messages = lfm2_calls_in_content(messages);
     ChatTemplateInput input;
     input.messages = messages;
     input.tools = chat.tools.tools;
@@ -397,7 +400,7 @@ std::string apply_template(const json& body, const ServedModel& served) { return
 GenerationRequest parse_chat_request(const json& body, const ServedModel& served) {
     if (!body.is_object()) throw bad_field("", "the request body must be a JSON object");
     check_model(body, served);
-    const RenderedChat chat = render_chat(body, served);
+    RenderedChat chat = render_chat(body, served);
     const ToolRequest& tools = chat.tools;
     GenerationRequest r = common_settings(body, served);
     read_logprobs(body, r, true);
@@ -417,12 +420,18 @@ GenerationRequest parse_chat_request(const json& body, const ServedModel& served
         r.settings.grammar = compile_grammar(gbnf, field);
         r.settings.token_trie = served.token_trie;
     }
+    // A forced call's grammar holds no reasoning: where the generation prompt opens it (Nemotron's and
+    // Qwen3.5's <think>), it is closed first, as these templates close it themselves when thinking is
+    // off. (A grammar or schema of the client's own is left to say where the reply starts.)
+    const bool opens_reasoning = served.template_source.find(reasoning_open(syntax)) != std::string::npos;
+    if (field == "tools" && opens_reasoning && prompt_ends_in_reasoning(syntax, chat.text)) chat.text += reasoning_close(syntax);
     if (!chat.templated)
         for (const std::string& stop : fallback_chat_stops()) r.settings.stops.push_back(stop);
     r.prompt = tokenize(served.vocab, chat.text, {.add_special = true, .parse_special = chat.templated});
     r.output.tools = !tools.tools.is_null();
     r.output.syntax = syntax;
-    r.output.reasoning = served.template_source.find(reasoning_open(syntax)) != std::string::npos;
+    r.output.callable = tools.callable;
+    r.output.reasoning = opens_reasoning;
     r.output.starts_in_reasoning = r.output.reasoning && prompt_ends_in_reasoning(syntax, chat.text);
     fit_prompt(r, served, "messages");
     return r;

@@ -5,6 +5,8 @@
 #include <utility>
 
 #include "apps/serve_tools_gemma4.h"
+#include "apps/serve_tools_lfm2.h"
+#include "apps/serve_tools_xml.h"
 #include "runtime/base/error.h"
 #include "runtime/grammar/json_schema.h"
 
@@ -22,9 +24,12 @@ constexpr std::string_view kThinkClose = "</think>";
 constexpr std::string_view kChannelOpen = "<|channel>";
 constexpr std::string_view kChannelClose = "<channel|>";
 constexpr std::string_view kThoughtChannel = "thought";
+constexpr std::string_view kNemotronCallOpen = "<TOOLCALL>", kNemotronCallClose = "</TOOLCALL>";
+constexpr std::string_view kXmlCallOpen = "<tool_call>";
 // Where a call can begin, in every family's syntax. Llama 3's bare JSON and the generic form begin
 // with '{' or '[' at the start of the reply, which feed() watches for apart from these.
-constexpr std::string_view kCallMarkers[] = {"<tool_call>", "[TOOL_CALLS]", "<|tool_call|>", "<|python_tag|>", kGemma4CallOpen};
+constexpr std::string_view kCallMarkers[] = {kXmlCallOpen, "[TOOL_CALLS]", "<|tool_call|>", "<|python_tag|>", kGemma4CallOpen, kLfm2CallOpen,
+                                             kNemotronCallOpen};
 
 bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
 
@@ -109,53 +114,6 @@ bool read_calls(const json& v, std::vector<ToolCall>& calls) {
     return read_call(v, calls);
 }
 
-// One parameter's text as an argument value: JSON where it is a number, object, array, true, false
-// or null, as Qwen3.5's template writes those (tojson), a string otherwise (the template writes
-// strings bare).
-json parameter_value(std::string_view text) {
-    const json v = json::parse(text, nullptr, false);
-    if (!v.is_discarded() && !v.is_string()) return v;
-    return std::string(text);
-}
-
-// Reads <function=NAME> ... </function> from the start of `s` (just after <tool_call>), moving past
-// it: each <parameter=KEY>, one newline, the value, one newline, </parameter>.
-bool take_xml_call(std::string_view& s, std::vector<ToolCall>& calls) {
-    constexpr std::string_view kFunction = "<function=", kEnd = "</function>", kParameter = "<parameter=", kParameterEnd = "</parameter>";
-    s = trim_left(s);
-    if (s.substr(0, kFunction.size()) != kFunction) return false;
-    s.remove_prefix(kFunction.size());
-    const size_t close = s.find('>');
-    if (close == std::string_view::npos || close == 0) return false;
-    ToolCall call;
-    call.name = std::string(s.substr(0, close));
-    s.remove_prefix(close + 1);
-    json arguments = json::object();
-    for (;;) {
-        s = trim_left(s);
-        if (s.substr(0, kEnd.size()) == kEnd) {
-            s.remove_prefix(kEnd.size());
-            break;
-        }
-        if (s.substr(0, kParameter.size()) != kParameter) return false;
-        s.remove_prefix(kParameter.size());
-        const size_t key_end = s.find('>');
-        if (key_end == std::string_view::npos || key_end == 0) return false;
-        const std::string key(s.substr(0, key_end));
-        s.remove_prefix(key_end + 1);
-        const size_t value_end = s.find(kParameterEnd);
-        if (value_end == std::string_view::npos) return false;
-        std::string_view value = s.substr(0, value_end);
-        if (!value.empty() && value.front() == '\n') value.remove_prefix(1);
-        if (!value.empty() && value.back() == '\n') value.remove_suffix(1);
-        arguments[key] = parameter_value(value);
-        s.remove_prefix(value_end + kParameterEnd.size());
-    }
-    call.arguments = arguments.dump(-1, ' ', false, json::error_handler_t::replace);
-    calls.push_back(std::move(call));
-    return true;
-}
-
 // Reads JSON calls from the start of `s`, moving past them.
 bool take_json_calls(std::string_view& s, std::vector<ToolCall>& calls) {
     s = trim_left(s);
@@ -205,6 +163,8 @@ bool prompt_ends_in_reasoning(ToolSyntax syntax, std::string_view prompt) {
 
 ToolSyntax tool_syntax(const std::string& source) {
     if (source.find(std::string(kGemma4CallOpen) + "call:") != std::string::npos) return ToolSyntax::Gemma4;
+    if (is_lfm2_template(source)) return ToolSyntax::Lfm2;
+    if (source.find(kNemotronCallOpen) != std::string::npos) return ToolSyntax::Nemotron;
     if (source.find("<tool_call>") != std::string::npos && source.find("<function=") != std::string::npos) return ToolSyntax::XmlFunction;
     if (source.find("<tool_call>") != std::string::npos) return ToolSyntax::Hermes;
     if (source.find("[TOOL_CALLS]") != std::string::npos) return ToolSyntax::Mistral;
@@ -222,6 +182,8 @@ const char* tool_syntax_name(ToolSyntax syntax) {
         case ToolSyntax::Mistral: return "mistral";
         case ToolSyntax::Granite: return "granite";
         case ToolSyntax::Gemma4: return "gemma4";
+        case ToolSyntax::Lfm2: return "lfm2";
+        case ToolSyntax::Nemotron: return "nemotron";
         case ToolSyntax::Generic: break;
     }
     return "generic";
@@ -236,27 +198,15 @@ std::string tool_call_gbnf(ToolSyntax syntax, const std::vector<Tool>& tools, bo
             return std::string("root ::= block") + (parallel ? " (\"\\n\" block){0," + std::to_string(kMaxParallelCalls - 1) + "}" : "") +
                    "\nblock ::= \"<tool_call>\\n\" call \"\\n</tool_call>\"\n" + payload;
         }
-        case ToolSyntax::XmlFunction: {
-            // Each tool's name and its parameters' names; a value is any text without '<' (the
-            // template writes strings bare, everything else as JSON).
-            std::string calls;
-            for (size_t i = 0; i < tools.size(); ++i) {
-                std::string keys;
-                if (tools[i].parameters.is_object() && tools[i].parameters.contains("properties") && tools[i].parameters["properties"].is_object())
-                    for (const auto& [key, _] : tools[i].parameters["properties"].items())
-                        keys += std::string(keys.empty() ? "" : " | ") + ordered(key).dump();
-                calls += std::string(i ? " | " : "") + "\"<function=\" " + ordered(tools[i].name).dump() + " \">\\n\" " +
-                         (keys.empty() ? "" : "(\"<parameter=\" (" + keys + ") \">\\n\" value \"\\n</parameter>\\n\")* ") + "\"</function>\"";
-            }
-            return std::string("root ::= block") + (parallel ? " (\"\\n\" block){0," + std::to_string(kMaxParallelCalls - 1) + "}" : "") +
-                   "\nblock ::= \"<tool_call>\\n\" call \"\\n</tool_call>\"\ncall ::= " + calls + "\nvalue ::= [^<]+\n";
-        }
+        case ToolSyntax::XmlFunction: return xml_call_gbnf(tools, parallel ? kMaxParallelCalls : 1);
         case ToolSyntax::Gemma4: return gemma4_call_gbnf(tools, parallel ? kMaxParallelCalls : 1);
+        case ToolSyntax::Lfm2: return lfm2_call_gbnf(tools, parallel ? kMaxParallelCalls : 1);
         case ToolSyntax::Llama3:
             // Llama 3.1's template teaches one call per reply.
             return grammar::json_schema_to_gbnf(call);
         case ToolSyntax::Mistral:
-        case ToolSyntax::Granite: {
+        case ToolSyntax::Granite:
+        case ToolSyntax::Nemotron: {
             // The marker is a control token in these vocabularies, which a grammar over text cannot
             // produce; the list alone parses the same.
             ordered list = {{"type", "array"}, {"items", call}, {"minItems", 1}, {"maxItems", parallel ? kMaxParallelCalls : 1}};
@@ -270,15 +220,17 @@ std::string tool_call_gbnf(ToolSyntax syntax, const std::vector<Tool>& tools, bo
     return {};
 }
 
-bool parse_tool_calls(std::string_view text, std::vector<ToolCall>& calls) {
+bool parse_tool_calls(std::string_view text, std::vector<ToolCall>& calls, std::string* rest, const std::vector<Tool>* tools) {
     std::vector<ToolCall> found;
     std::string_view s = trim_left(text);
     if (s.empty()) return false;
+    bool closed_list = false;  // an LFM2 list just ended at its closing marker: text may follow
     while (!(s = trim_left(s)).empty()) {
+        const bool after_list = std::exchange(closed_list, false);
         if (s.substr(0, 11) == "<tool_call>") {
             s.remove_prefix(11);
             if (trim_left(s).substr(0, 10) == "<function=") {
-                if (!take_xml_call(s, found)) return false;
+                if (!take_xml_call(s, found, tools)) return false;
             } else if (!take_json_calls(s, found)) {
                 return false;
             }
@@ -291,6 +243,19 @@ bool parse_tool_calls(std::string_view text, std::vector<ToolCall>& calls) {
             s = trim_left(s);
             if (s.substr(0, kGemma4CallClose.size()) == kGemma4CallClose) s.remove_prefix(kGemma4CallClose.size());
             else if (!s.empty()) return false;
+        } else if (s.substr(0, kLfm2CallOpen.size()) == kLfm2CallOpen) {
+            // Pythonic calls, or JSON ones where the system prompt asked for JSON.
+            s.remove_prefix(kLfm2CallOpen.size());
+            if (!take_pythonic_calls(s, found) && !take_json_calls(s, found)) return false;
+            s = trim_left(s);
+            if (s.substr(0, kLfm2CallClose.size()) == kLfm2CallClose) s.remove_prefix(kLfm2CallClose.size()), closed_list = true;
+            else if (!s.empty()) return false;
+        } else if (s.substr(0, kNemotronCallOpen.size()) == kNemotronCallOpen) {
+            s.remove_prefix(kNemotronCallOpen.size());
+            if (!take_json_calls(s, found)) return false;
+            s = trim_left(s);
+            if (s.substr(0, kNemotronCallClose.size()) == kNemotronCallClose) s.remove_prefix(kNemotronCallClose.size());
+            else if (!s.empty()) return false;
         } else if (s.substr(0, 12) == "[TOOL_CALLS]") {
             s.remove_prefix(12);
             if (!take_json_calls(s, found)) return false;
@@ -301,11 +266,15 @@ bool parse_tool_calls(std::string_view text, std::vector<ToolCall>& calls) {
             s.remove_prefix(14);
             if (!take_json_calls(s, found)) return false;
         } else if (s[0] == '{' || s[0] == '[') {
-            if (!take_json_calls(s, found)) return false;
+            // A bare list of Pythonic calls is LFM2's, forced without its markers.
+            if (!take_json_calls(s, found) && !(s[0] == '[' && take_pythonic_calls(s, found))) return false;
         } else if (s[0] == ';' || s[0] == ',') {
             s.remove_prefix(1);  // Llama 3's calls, one after another
         } else if (s.substr(0, 10) == "<|eom_id|>" || s.substr(0, 10) == "<|eot_id|>") {
             s.remove_prefix(10);
+        } else if (after_list && rest) {
+            *rest = std::string(s);
+            break;
         } else {
             return false;
         }
@@ -326,7 +295,9 @@ ChatOutput ChatOutputStream::finish() {
     ChatOutput out;
     drain(out, true);
     if (in_call_) {
-        if (!parse_tool_calls(call_, out.calls)) out.content += call_;
+        std::string rest;
+        if (parse_tool_calls(call_, out.calls, &rest, &options_.callable)) out.content += rest;
+        else out.content += call_;
         call_.clear();
         in_call_ = false;
     }
@@ -362,6 +333,15 @@ void ChatOutputStream::drain(ChatOutput& out, bool final) {
                 reasoning_begins_ = false;
             }
             const size_t end = pending_.find(close);
+            // Qwen3.5's and Nemotron 3's reasoning also ends where a call begins, as llama.cpp reads them.
+            const bool calls_end_it = options_.tools && options_.syntax == ToolSyntax::XmlFunction;
+            if (const size_t call = calls_end_it ? pending_.find(kXmlCallOpen) : std::string::npos; call < end) {
+                out.reasoning.append(pending_, 0, call);
+                pending_.erase(0, call);
+                in_reasoning_ = false;
+                in_call_ = true;
+                continue;
+            }
             if (end != std::string::npos) {
                 out.reasoning.append(pending_, 0, end);
                 pending_.erase(0, end + close.size());
@@ -369,7 +349,7 @@ void ChatOutputStream::drain(ChatOutput& out, bool final) {
                 after_reasoning_ = true;
                 continue;
             }
-            const size_t hold = final ? 0 : partial_suffix(pending_, close);
+            const size_t hold = final ? 0 : std::max(partial_suffix(pending_, close), calls_end_it ? partial_suffix(pending_, kXmlCallOpen) : 0);
             out.reasoning.append(pending_, 0, pending_.size() - hold);
             pending_.erase(0, pending_.size() - hold);
             return;

@@ -12,12 +12,14 @@ namespace rill::serve {
 
 // How a model writes a call, by the chat template it was trained with.
 enum class ToolSyntax {
-    Hermes,   // <tool_call>{"name": ..., "arguments": {...}}</tool_call> (Qwen2.5, Qwen3, Hermes 3)
-    XmlFunction,  // <tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n</function>\n</tool_call> (Qwen3.5, Qwen3-Coder)
+    Hermes,   // <tool_call>{"name": ..., "arguments": {...}}</tool_call> (Qwen2.5, Qwen3, Hermes 3, Granite 4.0)
+    XmlFunction,  // <tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n</function>\n</tool_call> (Qwen3.5, Qwen3-Coder, Nemotron 3)
     Llama3,   // {"name": ..., "parameters": {...}}, perhaps after <|python_tag|> (Llama 3.1 to 3.3)
     Mistral,  // [TOOL_CALLS][{"name": ..., "arguments": {...}}, ...]
     Granite,  // <|tool_call|>[{"name": ..., "arguments": {...}}, ...]
     Gemma4,   // <|tool_call>call:NAME{key:<|"|>text<|"|>,n:1}<tool_call|>; thinking in <|channel>thought ... <channel|>
+    Lfm2,     // <|tool_call_start|>[NAME(key="text", n=1), ...]<|tool_call_end|> (LFM2, LFM2.5)
+    Nemotron,  // <TOOLCALL>[{"name": ..., "arguments": {...}}, ...]</TOOLCALL> (Nemotron Nano 2)
     Generic,  // {"tool_calls": [{"name": ..., "arguments": {...}}]}: templates that know no syntax
 };
 ToolSyntax tool_syntax(const std::string& template_source);
@@ -44,6 +46,7 @@ struct OutputOptions {
     bool reasoning = false;            // the template knows <think> (Gemma 4: its thought channel): text inside goes to reasoning
     bool starts_in_reasoning = false;  // the prompt ends inside an open <think>
     ToolSyntax syntax = ToolSyntax::Generic;
+    std::vector<Tool> callable = {};  // the tools offered: a function block's value is read by its parameter's schema
 };
 
 // Where reasoning opens and closes for a syntax: <think> and </think>, or Gemma 4's channel markers
@@ -90,8 +93,10 @@ void append(ChatOutput& out, const ChatOutput& more);
 // The whole reply at once, as the stream would give it.
 ChatOutput parse_chat_output(const OutputOptions& options, std::string_view text);
 
-// The calls in `text` (which starts where a call does), or false if it is not calls.
-bool parse_tool_calls(std::string_view text, std::vector<ToolCall>& calls);
+// The calls in `text` (which starts where a call does), or false if it is not calls. With `rest`,
+// text after a closed LFM2 call list (which LFM2 may write) is not calls but goes there; with
+// `tools`, function blocks' values are read by their parameters' schemas.
+bool parse_tool_calls(std::string_view text, std::vector<ToolCall>& calls, std::string* rest = nullptr, const std::vector<Tool>* tools = nullptr);
 
 // An id for a call: OpenAI's call_ and 24 characters; Mistral's templates want 9 alphanumerics.
 std::string new_call_id(ToolSyntax syntax);

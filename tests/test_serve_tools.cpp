@@ -6,6 +6,7 @@
 
 #include "apps/serve_tools.h"
 #include "apps/serve_tools_gemma4.h"
+#include "apps/serve_tools_lfm2.h"
 #include "runtime/format/gguf.h"
 #include "runtime/grammar/grammar.h"
 #include "runtime/grammar/matcher.h"
@@ -133,6 +134,48 @@ TEST_CASE("a forced call in Qwen3.5's syntax accepts a function block with the t
     CHECK(good.accepting());
     rill::grammar::Matcher bad(grammar);
     CHECK_FALSE(bad.accept("<tool_call>\n<function=get_time>"));
+}
+
+TEST_CASE("a forced function block writes the tool's parameters in order, bare text or JSON as their schemas ask", "[serve_tools]") {
+    const std::vector<Tool> tools = {
+        {"get_weather", nlohmann::ordered_json::parse(R"({"type": "object", "properties": {"city": {"type": "string", "maxLength": 12},
+            "unit": {"enum": ["c", "f"]}, "days": {"type": "integer", "minimum": 1}, "zone": {"type": "string", "pattern": "^[A-Z]{3}$"},
+            "opts": {"type": "object", "properties": {"deep": {"type": "boolean"}}, "required": ["deep"]}, "either": {"anyOf": [{"type": "string"}, {"type": "null"}]}},
+            "required": ["city", "zone"]})")},
+        {"free", nlohmann::ordered_json::parse(R"({"type": "object"})")}};
+    const auto grammar = std::make_shared<const rill::grammar::Grammar>(rill::grammar::parse_gbnf(tool_call_gbnf(ToolSyntax::XmlFunction, tools, true)));
+    const auto accepts = [&](const std::string& text) {
+        rill::grammar::Matcher m(grammar);
+        return m.accept(text) && m.accepting();
+    };
+    const auto block = [](const std::string& name, const std::vector<std::pair<std::string, std::string>>& args) {
+        std::string out = "<tool_call>\n<function=" + name + ">\n";
+        for (const auto& [key, value] : args) out += "<parameter=" + key + ">\n" + value + "\n</parameter>\n";
+        return out + "</function>\n</tool_call>";
+    };
+    const std::string full = block("get_weather", {{"city", "New York"}, {"unit", "f"}, {"days", "3"}, {"zone", "EST"}, {"opts", "{\"deep\": true}"}, {"either", "null"}});
+    CHECK(accepts(block("get_weather", {{"city", "123"}, {"zone", "CET"}})));
+    CHECK(accepts(full + "\n" + block("free", {{"any_key", "any text"}})));
+    CHECK_FALSE(accepts(block("get_weather", {{"zone", "CET"}, {"city", "Oslo"}})));  // not in declared order
+    CHECK_FALSE(accepts(block("get_weather", {{"city", "Oslo"}})));                   // zone is required
+    CHECK_FALSE(accepts(block("get_weather", {{"city", "a very long city name"}, {"zone", "CET"}})));
+    CHECK_FALSE(accepts(block("get_weather", {{"city", "Oslo"}, {"unit", "k"}, {"zone", "CET"}})));
+    CHECK_FALSE(accepts(block("get_weather", {{"city", "Oslo"}, {"days", "0"}, {"zone", "CET"}})));
+    CHECK_FALSE(accepts(block("get_weather", {{"city", "Oslo"}, {"zone", "cet"}})));
+    CHECK_FALSE(accepts(block("get_weather", {{"city", "Oslo"}, {"zone", "CET"}, {"opts", "{}"}})));
+    // Read with the tools' schemas, a bare string stays text however it looks, and the rest is JSON
+    // (Python's True, False and None too, as Nemotron 3's template writes them); without, it is a guess.
+    const OutputOptions options{.tools = true, .syntax = ToolSyntax::XmlFunction, .callable = tools};
+    const std::string reply = block("get_weather", {{"city", "123"}, {"unit", "c"}, {"zone", "UTC"}, {"opts", "{\"deep\": True}"}, {"either", "\"x\""}}) +
+                              block("get_weather", {{"city", "null"}, {"days", "2"}, {"opts", "{\"deep\": false}"}, {"either", "None"}, {"extra", "7"}});
+    const ChatOutput out = parse_chat_output(options, reply);
+    REQUIRE(out.calls.size() == 2);
+    CHECK(out.calls[0].arguments == R"({"city":"123","either":"x","opts":"{\"deep\": True}","unit":"c","zone":"UTC"})");
+    CHECK(out.calls[1].arguments == R"({"city":"null","days":2,"either":null,"extra":7,"opts":{"deep":false}})");
+    check_same(options, reply);
+    std::vector<ToolCall> guessed;
+    REQUIRE(parse_tool_calls(block("get_weather", {{"city", "123"}}), guessed));
+    CHECK(guessed[0].arguments == R"({"city":123})");
 }
 
 // Gemma 4's template (chat-templates/cases-2026.json) teaches <|tool_call>call:NAME{...}<tool_call|> with
@@ -265,4 +308,186 @@ TEST_CASE("for Gemma 4's first templates, tool results move into the assistant t
     // The current template scans the "tool" messages itself.
     const auto cases = nlohmann::json::parse(rill::test::read_text(rill::test::shared_path("chat-templates/cases-2026.json")));
     CHECK(gemma4_template_reads_tool_messages(cases["google-gemma-4-31B-it"]["template"].get<std::string>()));
+}
+
+// The 2026 hybrid families (chat-templates/cases-2026.json): LFM2 writes Pythonic calls between its own
+// markers, Nemotron Nano 2 a JSON list in <TOOLCALL>, Nemotron 3 Qwen3.5's function blocks and Granite
+// 4.0 Hermes' JSON in <tool_call>; the Nemotrons think in <think>, their generation prompt opening it.
+namespace {
+
+std::string template_of(const std::string& model) {
+    static const auto cases = nlohmann::json::parse(rill::test::read_text(rill::test::shared_path("chat-templates/cases-2026.json")));
+    return cases.at(model).at("template").get<std::string>();
+}
+
+const OutputOptions kLfm2{.tools = true, .reasoning = true, .starts_in_reasoning = false, .syntax = ToolSyntax::Lfm2};
+const OutputOptions kNemotron{.tools = true, .reasoning = true, .starts_in_reasoning = true, .syntax = ToolSyntax::Nemotron};
+
+}  // namespace
+
+TEST_CASE("LFM2's, Nemotron's and Granite 4.0's templates are recognised by the call syntax they teach", "[serve_tools]") {
+    CHECK(tool_syntax(template_of("LFM2.5-Instruct")) == ToolSyntax::Lfm2);
+    CHECK(tool_syntax(template_of("LFM2-8B-A1B")) == ToolSyntax::Lfm2);
+    CHECK(tool_syntax(template_of("NVIDIA-Nemotron-Nano-v2")) == ToolSyntax::Nemotron);
+    CHECK(tool_syntax(template_of("NVIDIA-Nemotron-3-Nano-30B-A3B-BF16")) == ToolSyntax::XmlFunction);
+    CHECK(tool_syntax(template_of("ibm-granite-granite-4.0")) == ToolSyntax::Hermes);
+    CHECK(std::string(tool_syntax_name(ToolSyntax::Lfm2)) == "lfm2");
+    CHECK(std::string(tool_syntax_name(ToolSyntax::Nemotron)) == "nemotron");
+    // Both Nemotrons' generation prompts open <think> unless thinking is off.
+    CHECK(prompt_ends_in_reasoning(ToolSyntax::Nemotron, "<SPECIAL_11>Assistant\n<think>\n"));
+    CHECK_FALSE(prompt_ends_in_reasoning(ToolSyntax::Nemotron, "<SPECIAL_11>Assistant\n<think></think>"));
+}
+
+TEST_CASE("LFM2's Pythonic calls parse strings, numbers, Python's and JSON's literals, lists and dicts to JSON arguments", "[serve_tools]") {
+    std::vector<ToolCall> calls;
+    REQUIRE(parse_tool_calls("<|tool_call_start|>[get_weather(city=\"Zürich\", unit='celsius')]<|tool_call_end|>", calls));
+    REQUIRE(calls.size() == 1);
+    CHECK(calls[0].name == "get_weather");
+    CHECK(calls[0].arguments == R"({"city":"Zürich","unit":"celsius"})");
+    calls.clear();
+    REQUIRE(parse_tool_calls("<|tool_call_start|>[f(a=-7, b=3.5e2, c=True, d=False, e=None, g=true, h=null, i=[1, 'x', [], {}],"
+                             " j={'k': \"v\", \"n\": {'deep': False}}, s='it\\'s \"q\"\\n\\u00fc\\ud83d\\ude00\\x41\\d'), g()]<|tool_call_end|>", calls));
+    REQUIRE(calls.size() == 2);
+    CHECK(calls[0].arguments == R"({"a":-7,"b":350.0,"c":true,"d":false,"e":null,"g":true,"h":null,"i":[1,"x",[],{}],"j":{"k":"v","n":{"deep":false}},"s":"it's \"q\"\nü😀A\\d"})");
+    CHECK(calls[1].name == "g");
+    CHECK(calls[1].arguments == "{}");
+    calls.clear();
+    // JSON calls between the markers (the system prompt may ask for JSON), and the bare list a forced call writes.
+    REQUIRE(parse_tool_calls("<|tool_call_start|>[{\"name\": \"f\", \"arguments\": {\"a\": 1}}]<|tool_call_end|>", calls));
+    CHECK(calls[0].arguments == R"({"a":1})");
+    REQUIRE(parse_tool_calls("[ f( a = 1 , ), g(b=[2,]) ]", calls));
+    REQUIRE(calls.size() == 3);
+    CHECK(calls[2].arguments == R"({"b":[2]})");
+    calls.clear();
+    for (const char* bad : {"<|tool_call_start|>[f(a=1]<|tool_call_end|>", "<|tool_call_start|>[(a=1)]<|tool_call_end|>", "<|tool_call_start|>[f(1)]",
+                            "<|tool_call_start|>[f(a=x)]", "<|tool_call_start|>[f(a='open)]", "<|tool_call_start|>[]<|tool_call_end|>",
+                            "<|tool_call_start|>[f(a=Truex)]", "<|tool_call_start|>[f(a={1: 2})]", "<|tool_call_start|>[f(a=01)]", "[f a=1]"}) {
+        INFO(bad);
+        CHECK_FALSE(parse_tool_calls(bad, calls));
+    }
+    CHECK(calls.empty());
+}
+
+TEST_CASE("LFM2's reply splits into content, calls and the text after them, streamed too", "[serve_tools]") {
+    const std::string reply = "Let me check.<|tool_call_start|>[get_candidate_status(candidate_id=\"12345\")]<|tool_call_end|>Checking the status now.";
+    const ChatOutput out = parse_chat_output(kLfm2, reply);
+    CHECK(out.content == "Let me check.Checking the status now.");
+    REQUIRE(out.calls.size() == 1);
+    CHECK(out.calls[0].arguments == R"({"candidate_id":"12345"})");
+    check_same(kLfm2, reply);
+    // Text after a call that did not close is not a call.
+    const ChatOutput open = parse_chat_output(kLfm2, "<|tool_call_start|>[f()] and more");
+    CHECK(open.calls.empty());
+    CHECK(open.content == "<|tool_call_start|>[f()] and more");
+    for (const char* text : {"<think>plan</think>\n\n<|tool_call_start|>[f(a=1)]<|tool_call_end|>", "x <|tool_call_sta", "[f(a='x')]",
+                             "<|tool_call_start|>[f(a=1)]<|tool_call_end|><|tool_call_start|>[g()]<|tool_call_end|>", "a [b] c"})
+        check_same(kLfm2, text);
+}
+
+TEST_CASE("a forced call in LFM2's syntax writes the tool's parameters in order, values valid for their schemas", "[serve_tools]") {
+    const std::vector<Tool> tools = {
+        {"get_weather", nlohmann::ordered_json::parse(R"({"type": "object", "properties": {"city": {"type": "string", "maxLength": 12},
+            "unit": {"enum": ["c", "f"]}, "days": {"type": "integer", "minimum": 1}, "zone": {"type": "string", "pattern": "^[A-Z]{3}$"}},
+            "required": ["city", "zone"]})")},
+        {"ping", nlohmann::ordered_json::parse(R"({"type": "object", "properties": {}})")},
+        {"free", nlohmann::ordered_json::parse(R"({"type": "object"})")}};
+    const auto grammar = std::make_shared<const rill::grammar::Grammar>(rill::grammar::parse_gbnf(tool_call_gbnf(ToolSyntax::Lfm2, tools, true)));
+    const auto accepts = [&](const std::string& text) {
+        rill::grammar::Matcher m(grammar);
+        return m.accept(text) && m.accepting();
+    };
+    CHECK(accepts("[get_weather(city=\"Oslo\", zone=\"CET\")]"));
+    CHECK(accepts("[get_weather(city=\"Oslo\", unit=\"f\", days=3, zone=\"UTC\"), ping(), free(a=[1, 2], b={\"k\": null})]"));
+    CHECK_FALSE(accepts("[get_weather(zone=\"CET\", city=\"Oslo\")]"));     // not in declared order
+    CHECK_FALSE(accepts("[get_weather(city=\"Oslo\")]"));                   // zone is required
+    CHECK_FALSE(accepts("[get_weather(city=\"Oslo\", unit=\"k\", zone=\"CET\")]"));
+    CHECK_FALSE(accepts("[get_weather(city=\"Oslo\", days=0, zone=\"CET\")]"));
+    CHECK_FALSE(accepts("[get_weather(city=\"Oslo\", zone=\"cet\")]"));
+    CHECK_FALSE(accepts("[get_time()]"));
+    // What the grammar writes, the parser reads.
+    std::vector<ToolCall> calls;
+    REQUIRE(parse_tool_calls("[get_weather(city=\"a \\\"b\\\"\", days=3, zone=\"UTC\"), free(b={\"k\": null})]", calls));
+    CHECK(calls[0].arguments == R"({"city":"a \"b\"","days":3,"zone":"UTC"})");
+    CHECK(calls[1].arguments == R"({"b":{"k":null}})");
+    const auto one = std::make_shared<const rill::grammar::Grammar>(rill::grammar::parse_gbnf(tool_call_gbnf(ToolSyntax::Lfm2, tools, false)));
+    rill::grammar::Matcher single(one);
+    CHECK_FALSE(single.accept("[ping(), "));
+}
+
+// LFM2's templates render only content (tool_call_native_content in cases-2026.json shows the calls there).
+TEST_CASE("an LFM2 assistant turn's calls are written into its content as the model writes them, and render as Hugging Face's native case", "[serve_tools]") {
+    const auto cases = nlohmann::ordered_json::parse(rill::test::read_text(rill::test::shared_path("chat-templates/cases-2026.json")));
+    for (const char* model : {"LFM2.5-Instruct", "LFM2-8B-A1B"}) {
+        INFO(model);
+        const auto& entry = cases[model];
+        const auto& native = entry["cases"]["tool_call_native_content"];
+        rill::ChatTemplateInput input;
+        input.messages = lfm2_calls_in_content(entry["cases"]["tool_call_result"]["input"]["messages"]);
+        input.tools = native["input"]["tools"];
+        input.add_generation_prompt = true;
+        input.bos_token = "<s>";
+        CHECK(rill::render_chat_template(entry["template"].get<std::string>(), input) == native["expected"].get<std::string>());
+    }
+    const auto messages = nlohmann::ordered_json::parse(R"([{"role": "assistant", "content": "On it.", "tool_calls": [
+        {"id": "a", "type": "function", "function": {"name": "f", "arguments": {"s": "x\"y", "n": 1.5, "b": true, "z": null, "l": [false, {"k": "v"}]}}},
+        {"id": "b", "type": "function", "function": {"name": "g", "arguments": {}}}]},
+        {"role": "assistant", "content": "<|tool_call_start|>[h()]<|tool_call_end|>", "tool_calls": [{"id": "c", "type": "function", "function": {"name": "h", "arguments": {}}}]}])");
+    const auto written = lfm2_calls_in_content(messages);
+    CHECK(written[0]["content"] == "On it.<|tool_call_start|>[f(s=\"x\\\"y\", n=1.5, b=True, z=None, l=[False, {\"k\": \"v\"}]), g()]<|tool_call_end|>");
+    CHECK(written[1]["content"] == "<|tool_call_start|>[h()]<|tool_call_end|>");
+    // What is written parses back to the same calls.
+    std::vector<ToolCall> calls;
+    REQUIRE(parse_tool_calls(written[0]["content"].get<std::string>().substr(6), calls));
+    CHECK(calls[0].arguments == R"({"b":true,"l":[false,{"k":"v"}],"n":1.5,"s":"x\"y","z":null})");
+}
+
+TEST_CASE("Nemotron Nano 2's reply starts in its reasoning and calls in a JSON list inside <TOOLCALL>, streamed too", "[serve_tools]") {
+    const std::string reply = "The user wants two things.\n</think>\n\nSure.\n<TOOLCALL>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}, "
+                              "{\"name\": \"get_time\", \"arguments\": {\"zone\": \"CET\"}}]</TOOLCALL>";
+    const ChatOutput out = parse_chat_output(kNemotron, reply);
+    CHECK(out.reasoning == "The user wants two things.\n");
+    CHECK(out.content == "Sure.\n");
+    REQUIRE(out.calls.size() == 2);
+    CHECK(out.calls[1].name == "get_time");
+    CHECK(out.calls[1].arguments == R"({"zone":"CET"})");
+    check_same(kNemotron, reply);
+    std::vector<ToolCall> calls;
+    CHECK(parse_tool_calls("<TOOLCALL>[{\"name\": \"f\", \"arguments\": {}}]", calls));  // the closing marker may be cut off
+    CHECK_FALSE(parse_tool_calls("<TOOLCALL>[{\"name\": \"f\", \"arguments\": {}}]</TOOLCALL> then text", calls));
+    for (const char* text : {"a</think>b<TOOLCALL>[{\"name\": \"f\", \"arguments\": {}}]</TOOLCALL>", "</think><TOOLCALL", "x</thi", "<TOOLCALL>broken"})
+        check_same(kNemotron, text);
+    const std::vector<Tool> tools = {{"f", nlohmann::ordered_json::parse(R"({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]})")}};
+    const auto grammar = std::make_shared<const rill::grammar::Grammar>(rill::grammar::parse_gbnf(tool_call_gbnf(ToolSyntax::Nemotron, tools, true)));
+    rill::grammar::Matcher m(grammar);
+    CHECK(m.accept("[{\"name\": \"f\", \"arguments\": {\"a\": 1}}]"));
+    CHECK(m.accepting());
+}
+
+TEST_CASE("Nemotron 3's reasoning ends at </think> or where its first function block begins", "[serve_tools]") {
+    const OutputOptions options{.tools = true, .reasoning = true, .starts_in_reasoning = true, .syntax = ToolSyntax::XmlFunction};
+    const std::string block = "<tool_call>\n<function=get_time>\n<parameter=zone>\nCET\n</parameter>\n</function>\n</tool_call>\n";
+    for (const std::string& reply : {"Need the time.\n</think>\n" + block, "Need the time.\n" + block}) {
+        INFO(reply);
+        const ChatOutput out = parse_chat_output(options, reply);
+        CHECK(out.reasoning == "Need the time.\n");
+        CHECK(out.content.empty());
+        REQUIRE(out.calls.size() == 1);
+        CHECK(out.calls[0].arguments == R"({"zone":"CET"})");
+        check_same(options, reply);
+    }
+    // Without tools a <tool_call> in the reasoning is only text.
+    const ChatOutput prose = parse_chat_output({.reasoning = true, .starts_in_reasoning = true, .syntax = ToolSyntax::XmlFunction}, "use <tool_call> here</think>ok");
+    CHECK(prose.reasoning == "use <tool_call> here");
+    CHECK(prose.content == "ok");
+}
+
+TEST_CASE("Granite 4.0's calls are Hermes' JSON in <tool_call>, after content", "[serve_tools]") {
+    const OutputOptions options{.tools = true, .reasoning = false, .starts_in_reasoning = false, .syntax = ToolSyntax::Hermes};
+    const std::string reply = "I'll look it up.\n<tool_call>\n{\"name\": \"search_web\", \"arguments\": {\"query\": \"café\", \"max_results\": 3}}\n</tool_call>\n"
+                              "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Zürich\"}}\n</tool_call>";
+    const ChatOutput out = parse_chat_output(options, reply);
+    CHECK(out.content == "I'll look it up.\n");
+    REQUIRE(out.calls.size() == 2);
+    CHECK(out.calls[0].arguments == R"({"max_results":3,"query":"café"})");
+    check_same(options, reply);
 }

@@ -32,6 +32,11 @@ const FAMILIES = {
   granite: 'ibm-granite-granite-3.3-2B-Instruct',
   deepseek: 'deepseek-ai-DeepSeek-R1-Distill-Qwen-32B',
   gemma4: 'google-gemma-4-31B-it',
+  lfm2: 'LFM2-8B-A1B',
+  lfm25: 'LFM2.5-Instruct',
+  nemotron2: 'NVIDIA-Nemotron-Nano-v2',
+  nemotron3: 'NVIDIA-Nemotron-3-Nano-30B-A3B-BF16',
+  granite4: 'ibm-granite-granite-4.0',
 };
 
 const ajv = new Ajv({ strict: false, allErrors: true });
@@ -272,7 +277,7 @@ test('tool_choice "required" always returns calls whose arguments validate, in e
 });
 
 test('a named tool_choice always calls that function', async () => {
-  for (const server of [plain, templated.hermes, templated.llama3]) {
+  for (const server of [plain, templated.hermes, templated.llama3, templated.lfm2, templated.nemotron3]) {
     const openai = client(server);
     for (let seed = 0; seed < 5; seed++) {
       const r = await openai.chat.completions.create({
@@ -286,7 +291,7 @@ test('a named tool_choice always calls that function', async () => {
 });
 
 test('streamed tool-call deltas join to exactly the non-streamed calls', async () => {
-  for (const server of [plain, templated.hermes, templated.mistral, templated.gemma4]) {
+  for (const server of [plain, templated.hermes, templated.mistral, templated.gemma4, templated.lfm25, templated.nemotron2]) {
     const openai = client(server);
     const request = {
       model: (await openai.models.list()).data[0].id, messages: ask('weather?'), tools: [weather, clock], tool_choice: 'required',
@@ -350,6 +355,13 @@ test('canned replies in each family\'s call syntax parse to the right calls, str
     ['granite', '<|tool_call|>[{"name": "get_time", "arguments": {"zone": "EST"}}]', null, [['get_time', { zone: 'EST' }]]],
     ['gemma4', '<|channel>thought\nplan<channel|>Let me look.<|tool_call>call:get_weather{city:<|"|>Paris<|"|>,unit:<|"|>c<|"|>}<tool_call|>'
       + '<|tool_call>call:get_time{zone:<|"|>CET<|"|>}<tool_call|>', 'Let me look.', [['get_weather', { city: 'Paris', unit: 'c' }], ['get_time', { zone: 'CET' }]]],
+    ['lfm2', 'Let me look.<|tool_call_start|>[get_weather(city="Paris", unit=\'c\'), get_time(zone="CET")]<|tool_call_end|>', 'Let me look.',
+      [['get_weather', { city: 'Paris', unit: 'c' }], ['get_time', { zone: 'CET' }]]],
+    ['lfm25', '<|tool_call_start|>[get_time(zone="UTC")]<|tool_call_end|>Checking the time.', 'Checking the time.', [['get_time', { zone: 'UTC' }]]],
+    ['nemotron2', 'plan</think>Let me look.\n<TOOLCALL>[{"name": "get_weather", "arguments": {"city": "Oslo", "unit": "f"}}, {"name": "get_time", "arguments": {"zone": "CET"}}]</TOOLCALL>',
+      'Let me look.\n', [['get_weather', { city: 'Oslo', unit: 'f' }], ['get_time', { zone: 'CET' }]]],
+    ['nemotron3', 'plan\n<tool_call>\n<function=get_time>\n<parameter=zone>\nCET\n</parameter>\n</function>\n</tool_call>\n', null, [['get_time', { zone: 'CET' }]]],
+    ['granite4', '<tool_call>\n{"name": "get_time", "arguments": {"zone": "EST"}}\n</tool_call>', null, [['get_time', { zone: 'EST' }]]],
   ];
   for (const [family, text, content, calls] of cases) {
     for (const stream of [false, true]) {
@@ -396,6 +408,13 @@ test('text inside <think> (Gemma 4: its thought channel) goes to reasoning_conte
     const gemma4 = await cannedReply(templated.gemma4, '<|channel>thought\nplan it\n<channel|>The answer.', null, stream, { chat_template_kwargs: { enable_thinking: true } });
     assert.equal(gemma4.message.reasoning_content, 'plan it\n');
     assert.equal(gemma4.message.content, 'The answer.');
+    // Both Nemotrons' generation prompts open <think>, unless /no_think (Nano 2) or enable_thinking false (3) closes it.
+    const nano2 = await cannedReply(templated.nemotron2, 'plan it\n</think>\n\nThe answer.', null, stream);
+    assert.equal(nano2.message.reasoning_content, 'plan it\n');
+    assert.equal(nano2.message.content, 'The answer.');
+    const nano3 = await cannedReply(templated.nemotron3, 'The answer.', null, stream, { chat_template_kwargs: { enable_thinking: false } });
+    assert.equal(nano3.message.reasoning_content || '', '');
+    assert.equal(nano3.message.content, 'The answer.');
   }
   // A model without <think> in its template keeps the text as it is.
   const plainReply = await cannedReply(plain, '<think>x</think>y', null);
@@ -425,6 +444,19 @@ test('after a Gemma 4 turn of text, calls and their results the prompt opens the
   const res = await fetch(`${templated.gemma4.url}/apply-template`, { method: 'POST', body: JSON.stringify({ messages, tools: [weather] }) });
   const { prompt } = await res.json();
   assert.ok(prompt.endsWith('<tool_response|>Let me check.<turn|>\n<|turn>model\n'), prompt);
+});
+
+test('an LFM2 assistant turn\'s calls reach the prompt in the model\'s own syntax, as its templates render only content', async () => {
+  const messages = [
+    ...ask('Weather in Paris?'),
+    { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'get_weather', arguments: '{"city": "Paris", "unit": "c"}' } }] },
+    { role: 'tool', tool_call_id: 'c1', content: '{"temp": 21}' },
+  ];
+  for (const family of ['lfm2', 'lfm25']) {
+    const res = await fetch(`${templated[family].url}/apply-template`, { method: 'POST', body: JSON.stringify({ messages, tools: [weather] }) });
+    const { prompt } = await res.json();
+    assert.ok(prompt.includes('<|im_start|>assistant\n<|tool_call_start|>[get_weather(city="Paris", unit="c")]<|tool_call_end|><|im_end|>\n'), `${family}: ${prompt}`);
+  }
 });
 
 test('chat_template_kwargs and reasoning_effort reach the template', async () => {
