@@ -173,7 +173,8 @@ bool plan_seeds(const std::filesystem::path& dir) {
 }
 
 // Replies as models write them: reasoning, content and calls in each syntax (the first byte picks the
-// syntax and options, as reply_fuzz reads it: 0x18 + syntax index = tools and reasoning on).
+// syntax and options, as reply_fuzz reads it: 0x18 + syntax index = tools and reasoning on; 0x78 is
+// Nemotron's, starting in its reasoning).
 bool reply_seeds(const std::filesystem::path& dir) {
     const std::pair<char, const char*> replies[] = {
         {char(0x18), "<think>check</think>\n\n<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1}}\n</tool_call>"},
@@ -185,10 +186,13 @@ bool reply_seeds(const std::filesystem::path& dir) {
         {char(0x1d), "{\"tool_calls\": [{\"name\": \"f\", \"arguments\": {}}]}"},
         {char(0x1e), "<|channel>thought\nplan<channel|>Sure.<|tool_call>call:f{a:<|\"|>x<|\"|>,b:[1,{c:true}],d:-2.5e3}<tool_call|>"
                      "<|tool_call>call:g{}<tool_call|>"},
+        {char(0x1f), "<think>plan</think>Sure.<|tool_call_start|>[f(a=\"x\", b=[1, 'y'], c=True, d=None), g()]<|tool_call_end|>Done."},
+        {char(0x78), "plan\n</think>\n\nOK.\n<TOOLCALL>[{\"name\": \"f\", \"arguments\": {\"a\": 1}}]</TOOLCALL>"},
+        {char(0x39), "thinking\n<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n</function>\n</tool_call>"},
     };
     int n = 0;
     for (const auto& [pick, text] : replies) n += write_text(dir / ("reply" + std::to_string(n)), std::string(1, pick) + text);
-    return n == 7;
+    return n == 10;
 }
 
 int main(int argc, char** argv) {
