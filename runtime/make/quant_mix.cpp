@@ -61,9 +61,11 @@ std::vector<std::string> recipe_names() {
 bool tensor_is_quantizable(const std::string& name, uint32_t n_dims) {
     // A mixture's router stays as it is, as llama.cpp leaves it: it is small, and rounding its logits
     // would change which experts a token picks. So do a recurrent layer's convolution taps (llama.cpp
-    // keeps ssm_conv1d in F32; its shared-expert gate, ffn_gate_inp_shexp, it does quantize).
+    // keeps ssm_conv1d and LFM2's shortconv.conv in F32; its shared-expert gate, ffn_gate_inp_shexp,
+    // it does quantize) and Gemma 4's per_layer_model_proj ("not too big", llama-quant.cpp).
     return n_dims >= 2 && ends_with(name, "weight") && name.find("_norm.weight") == std::string::npos &&
-           name.find("ffn_gate_inp.weight") == std::string::npos && name.find("ssm_conv1d") == std::string::npos;
+           name.find("ffn_gate_inp.weight") == std::string::npos && name.find("ssm_conv1d") == std::string::npos &&
+           name.find("shortconv.conv.weight") == std::string::npos && name.find("per_layer_model_proj") == std::string::npos;
 }
 
 QuantMix::QuantMix(const QuantRecipe& recipe, bool pure, int n_gqa, bool tied, const std::vector<std::string>& names)
