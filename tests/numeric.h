@@ -1,6 +1,7 @@
 // Numeric helpers the tests share: seeded random inputs and log-probabilities from logits.
 #pragma once
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -8,6 +9,24 @@
 #include <vector>
 
 namespace rill::test {
+
+inline std::vector<float> copy_of(std::span<const float> v) { return {v.begin(), v.end()}; }
+
+// The largest |a[i] − b[i]|; infinity when the lengths differ.
+inline double max_abs_difference(std::span<const float> a, std::span<const float> b) {
+    if (a.size() != b.size()) return INFINITY;
+    double worst = 0;
+    for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, double(std::abs(a[i] - b[i])));
+    return worst;
+}
+
+// How many elements differ in any bit; every one when the lengths differ.
+inline size_t bits_differing(std::span<const float> a, std::span<const float> b) {
+    if (a.size() != b.size()) return std::max(a.size(), b.size());
+    size_t n = 0;
+    for (size_t i = 0; i < a.size(); ++i) n += std::bit_cast<uint32_t>(a[i]) != std::bit_cast<uint32_t>(b[i]);
+    return n;
+}
 
 // n draws from N(0, 1), the same for the same seed.
 inline std::vector<float> normal_floats(size_t n, uint32_t seed) {

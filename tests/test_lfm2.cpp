@@ -37,21 +37,9 @@ SessionOptions options(int threads = 1, int n_batch = 512, simd::KernelPath path
     return SessionOptions{.n_threads = threads, .kv_types = KvType::F32, .n_batch = n_batch, .kernels = path};
 }
 
-std::vector<float> copy(std::span<const float> v) { return {v.begin(), v.end()}; }
-
-double max_difference(std::span<const float> a, std::span<const float> b) {
-    REQUIRE(a.size() == b.size());
-    double worst = 0;
-    for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, double(std::abs(a[i] - b[i])));
-    return worst;
-}
-
-size_t bits_differing(std::span<const float> a, std::span<const float> b) {
-    REQUIRE(a.size() == b.size());
-    size_t n = 0;
-    for (size_t i = 0; i < a.size(); ++i) n += f32_to_bits(a[i]) != f32_to_bits(b[i]);
-    return n;
-}
+using test::bits_differing;
+using test::max_abs_difference;
+const auto copy = test::copy_of;
 
 }  // namespace
 
@@ -103,7 +91,7 @@ TEST_CASE("LFM2 decoded token by token carries its convolution windows to the ba
         std::span<const float> last;
         for (const int32_t t : c.prompt()) last = single.eval(std::span(&t, 1));
         INFO(name);
-        CHECK(max_difference(last, whole) < 1e-4);
+        CHECK(max_abs_difference(last, whole) < 1e-4);
     }
 }
 

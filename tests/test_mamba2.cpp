@@ -47,14 +47,9 @@ SessionOptions options(int threads = 1, int n_batch = 512, simd::KernelPath path
     return SessionOptions{.n_threads = threads, .kv_types = KvType::F32, .n_batch = n_batch, .kernels = path};
 }
 
-std::vector<float> copy(std::span<const float> v) { return {v.begin(), v.end()}; }
-
-size_t bits_differing(std::span<const float> a, std::span<const float> b) {
-    REQUIRE(a.size() == b.size());
-    size_t n = 0;
-    for (size_t i = 0; i < a.size(); ++i) n += f32_to_bits(a[i]) != f32_to_bits(b[i]);
-    return n;
-}
+using test::bits_differing;
+using test::max_abs_difference;
+const auto copy = test::copy_of;
 
 }  // namespace
 
