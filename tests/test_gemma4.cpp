@@ -11,6 +11,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "arch_case.h"
 #include "greedy.h"
 #include "numeric.h"
 #include "quant/fp16.h"
@@ -26,20 +27,11 @@ namespace {
 
 const char* const kGemma4[] = {"gemma4-A", "gemma4-moe-A"};
 
-struct Gemma4Case {
-    nlohmann::json data;
-    std::unique_ptr<Model> model;
-    std::vector<int32_t> prompt() const { return data["prompt_tokens"].get<std::vector<int32_t>>(); }
-};
+using Gemma4Case = test::ReferenceCase;
 
-Gemma4Case open_case(const std::string& name) {
-    const std::string base = test::shared_path("arch/" + name);
-    return {nlohmann::json::parse(test::read_text(base + ".llamacpp.json")), load_model(base + ".gguf")};
-}
+Gemma4Case open_case(const std::string& name) { return test::open_reference_case(name); }
 
-SessionOptions options(int threads = 1, int n_batch = 512, simd::KernelPath path = simd::KernelPath::Reference) {
-    return SessionOptions{.n_threads = threads, .kv_types = KvType::F32, .n_batch = n_batch, .kernels = path};
-}
+using test::exact_options;
 
 double distance_to(std::span<const float> logits, const nlohmann::json& reference) {
     return test::max_logprob_distance(logits, reference.get<std::vector<double>>());
@@ -54,7 +46,7 @@ const auto copy = test::copy_of;
 TEST_CASE("gemma4's log-probs after the prompt are within 1e-4 of the float64 reference with an exact GELU", "[gemma4]") {
     for (const char* name : kGemma4) {
         Gemma4Case c = open_case(name);
-        Session session(*c.model, options());
+        Session session(*c.model, exact_options());
         const double ours = distance_to(session.eval(c.prompt()), c.data["ref_logprobs_last"]);
         INFO(name << ": ours " << ours << ", llama.cpp " << c.data["max_abs_diff_llamacpp_vs_ref"].get<double>());
         CHECK(ours < 1e-4);
@@ -67,7 +59,7 @@ TEST_CASE("gemma4's 16 greedy tokens equal the reference's on every kernel path"
         const auto ref = c.data["ref_greedy"].get<std::vector<int32_t>>();
         for (const simd::KernelPath path : simd::supported_kernel_paths()) {
             INFO(name << " on " << simd::kernel_path_name(path));
-            Session session(*c.model, options(2, 512, path));
+            Session session(*c.model, exact_options(2, 512, path));
             CHECK(test::greedy(session, c.prompt(), int(ref.size())) == ref);
         }
     }
@@ -94,9 +86,9 @@ TEST_CASE("gemma4 decoded token by token matches its batch evaluation, its slidi
         Gemma4Case c = open_case(name);
         const auto prompt = c.prompt();
         REQUIRE(int(prompt.size()) > 2 * c.model->hp.n_swa);
-        Session batch(*c.model, options());
+        Session batch(*c.model, exact_options());
         const auto whole = copy(batch.eval(prompt));
-        Session single(*c.model, options(1, 4));
+        Session single(*c.model, exact_options(1, 4));
         std::span<const float> last;
         for (const int32_t t : prompt) last = single.eval(std::span(&t, 1));
         INFO(name);
@@ -156,7 +148,7 @@ TEST_CASE("gemma4 without K and V tensors on its KV-shared layers gives the same
         w.finish();
     }
     const auto without = load_model(path);
-    Session a(*c.model, options()), b(*without, options());
+    Session a(*c.model, exact_options()), b(*without, exact_options());
     CHECK(bits_differing(copy(a.eval(c.prompt())), b.eval(c.prompt())) == 0);
     std::filesystem::remove(path);
 }
@@ -165,9 +157,9 @@ TEST_CASE("gemma4's prompt evaluated in pieces of any size ends where one batch 
     for (const char* name : kGemma4) {
         Gemma4Case c = open_case(name);
         const auto prompt = c.prompt();
-        Session whole(*c.model, options(1, 4));
+        Session whole(*c.model, exact_options(1, 4));
         const auto expected = copy(whole.eval(prompt));
-        Session pieces(*c.model, options(1, 4));
+        Session pieces(*c.model, exact_options(1, 4));
         std::span<const float> last;
         for (size_t at = 0; at < prompt.size(); at += 3) last = pieces.eval(std::span(prompt).subspan(at, std::min<size_t>(3, prompt.size() - at)));
         INFO(name);
@@ -178,10 +170,10 @@ TEST_CASE("gemma4's prompt evaluated in pieces of any size ends where one batch 
 TEST_CASE("gemma4's saved state continues in another session exactly as without the interruption", "[gemma4][state]") {
     for (const char* name : kGemma4) {
         Gemma4Case c = open_case(name);
-        Session a(*c.model, options(1, 8));
+        Session a(*c.model, exact_options(1, 8));
         a.eval(c.prompt());
         const auto state = a.save_state();
-        Session b(*c.model, options(1, 8));
+        Session b(*c.model, exact_options(1, 8));
         b.load_state(state);
         const int32_t next = 7;
         const auto expected = copy(a.eval(std::span(&next, 1)));
@@ -211,7 +203,7 @@ TEST_CASE("a Gemma 4 preset's hyperparameters are what the loader reads from its
         CHECK(hp.n_ff == expected.n_ff);
         CHECK(hp.kq_scale() == expected.kq_scale());
         CHECK(hp.final_logit_softcap == expected.final_logit_softcap);
-        Session session(*model, options());
+        Session session(*model, exact_options());
         const std::vector<int32_t> prompt = {1, 300, 301, 302, 303, 304, 305, 306, 307, 308, 309, 310};
         const auto logits = session.eval(prompt);
         CHECK(std::all_of(logits.begin(), logits.end(), [](float x) { return std::isfinite(x); }));

@@ -8,6 +8,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "arch_case.h"
 #include "greedy.h"
 #include "numeric.h"
 #include "quant/fp16.h"
@@ -22,20 +23,11 @@ namespace {
 
 const char* const kHybrids[] = {"qwen35-A", "qwen35moe-A"};
 
-struct HybridCase {
-    nlohmann::json data;
-    std::unique_ptr<Model> model;
-    std::vector<int32_t> prompt() const { return data["prompt_tokens"].get<std::vector<int32_t>>(); }
-};
+using HybridCase = test::ReferenceCase;
 
-HybridCase open_case(const std::string& name) {
-    const std::string base = test::shared_path("arch/" + name);
-    return {nlohmann::json::parse(test::read_text(base + ".llamacpp.json")), load_model(base + ".gguf")};
-}
+HybridCase open_case(const std::string& name) { return test::open_reference_case(name); }
 
-SessionOptions options(int threads = 1, int n_batch = 512, simd::KernelPath path = simd::KernelPath::Reference) {
-    return SessionOptions{.n_threads = threads, .kv_types = KvType::F32, .n_batch = n_batch, .kernels = path};
-}
+using test::exact_options;
 
 std::vector<float> copy(std::span<const float> v) { return {v.begin(), v.end()}; }
 
@@ -79,7 +71,7 @@ TEST_CASE("a Gated DeltaNet hybrid's log-probs after the prompt are within 1e-4 
         HybridCase c = open_case(name);
         for (const simd::KernelPath path : simd::supported_kernel_paths()) {
             INFO(name << " on " << simd::kernel_path_name(path));
-            Session session(*c.model, options(2, 512, path));
+            Session session(*c.model, exact_options(2, 512, path));
             const double distance = distance_to(session.eval(c.prompt()), c.data["ref_logprobs_last"]);
             INFO("max |Δ log-prob| " << distance);
             CHECK(distance < 1e-4);
@@ -91,7 +83,7 @@ TEST_CASE("a hybrid's 16 greedy tokens equal the reference's", "[hybrid]") {
     for (const char* name : kHybrids) {
         HybridCase c = open_case(name);
         INFO(name);
-        Session session(*c.model, options(2));
+        Session session(*c.model, exact_options(2));
         CHECK(test::greedy(session, c.prompt(), 16) == c.data["ref_greedy"].get<std::vector<int32_t>>());
     }
 }
@@ -101,8 +93,8 @@ TEST_CASE("a hybrid's logits are bit-identical with 1 and 2 threads on every ker
         HybridCase c = open_case(name);
         for (const simd::KernelPath path : simd::supported_kernel_paths()) {
             INFO(name << " on " << simd::kernel_path_name(path));
-            Session one(*c.model, options(1, 512, path));
-            Session two(*c.model, options(2, 512, path));
+            Session one(*c.model, exact_options(1, 512, path));
+            Session two(*c.model, exact_options(2, 512, path));
             const auto a = copy(one.eval(c.prompt(), true));
             CHECK(bits_differing(a, two.eval(c.prompt(), true)) == 0);
         }
@@ -115,8 +107,8 @@ TEST_CASE("a hybrid decoded token by token carries its state to the same log-pro
     for (const char* name : kHybrids) {
         HybridCase c = open_case(name);
         INFO(name);
-        Session batch(*c.model, options());
-        Session single(*c.model, options(1, 1));
+        Session batch(*c.model, exact_options());
+        Session single(*c.model, exact_options(1, 1));
         const auto whole = copy(batch.eval(c.prompt()));
         std::span<const float> last;
         for (const int32_t t : c.prompt()) last = single.eval(std::span(&t, 1));
@@ -127,11 +119,11 @@ TEST_CASE("a hybrid decoded token by token carries its state to the same log-pro
 
 TEST_CASE("a hybrid's prompt evaluated in pieces of any size ends where one batch does", "[hybrid]") {
     HybridCase c = open_case("qwen35-A");
-    Session batch(*c.model, options());
+    Session batch(*c.model, exact_options());
     const auto whole = copy(batch.eval(c.prompt()));
     for (const int piece : {3, 7, 16}) {
         INFO("pieces of " << piece);
-        Session pieces(*c.model, options(1, piece));
+        Session pieces(*c.model, exact_options(1, piece));
         CHECK(max_distance(whole, pieces.eval(c.prompt())) < 1e-4);
     }
 }
@@ -150,11 +142,11 @@ TEST_CASE("a hybrid's recurrent layers keep no KV cache and its state is sized f
 
 TEST_CASE("a hybrid's saved state continues in another session exactly as without the interruption", "[hybrid][state]") {
     HybridCase c = open_case("qwen35moe-A");
-    Session first(*c.model, options());
+    Session first(*c.model, exact_options());
     first.eval(c.prompt());
     const std::vector<uint8_t> saved = first.save_state();
     const auto straight = go_on(first, 8);
-    Session second(*c.model, options());
+    Session second(*c.model, exact_options());
     second.load_state(saved);
     CHECK(second.position() == int(c.prompt().size()));
     CHECK(go_on(second, 8) == straight);
@@ -165,12 +157,12 @@ TEST_CASE("cutting a hybrid back returns to the latest checkpoint at or before t
     HybridCase c = open_case("qwen35-A");
     const auto prompt = c.prompt();
     const std::span<const int32_t> all(prompt);
-    Session straight(*c.model, options());  // the same pieces: a GEMM-sized piece rounds differently
+    Session straight(*c.model, exact_options());  // the same pieces: a GEMM-sized piece rounds differently
     straight.eval(all.first(10));
     straight.eval(all.subspan(10, 10));
     const auto expected = copy(straight.eval(all.subspan(20)));
 
-    Session session(*c.model, options());
+    Session session(*c.model, exact_options());
     session.eval(all.first(10));
     session.checkpoint();
     session.eval(all.subspan(10, 10));
@@ -185,18 +177,18 @@ TEST_CASE("cutting a hybrid back returns to the latest checkpoint at or before t
 
 TEST_CASE("cutting a hybrid back with no checkpoint before the cut starts it over", "[hybrid][state]") {
     HybridCase c = open_case("qwen35-A");
-    Session session(*c.model, options());
+    Session session(*c.model, exact_options());
     session.eval(c.prompt());
     CHECK(session.truncate(int(c.prompt().size())) == int(c.prompt().size()));  // nothing to cut
     CHECK(session.truncate(12) == 0);
-    Session fresh(*c.model, options());
+    Session fresh(*c.model, exact_options());
     CHECK(bits_differing(fresh.eval(c.prompt()), session.eval(c.prompt())) == 0);
 }
 
 TEST_CASE("checkpoints stay within their count and bytes, the least recently used going first", "[hybrid][state]") {
     HybridCase c = open_case("qwen35-A");
     const auto prompt = c.prompt();
-    Session session(*c.model, options());
+    Session session(*c.model, exact_options());
     session.max_checkpoints = 2;
     for (int i = 0; i < 4; ++i) {
         session.eval(std::span<const int32_t>(prompt).subspan(size_t(i) * 5, 5));
@@ -211,7 +203,7 @@ TEST_CASE("a hybrid's saved state carries its latest checkpoint, so a restored c
     HybridCase c = open_case("qwen35-A");
     const auto prompt = c.prompt();
     const std::span<const int32_t> all(prompt);
-    Session first(*c.model, options());
+    Session first(*c.model, exact_options());
     first.eval(all.first(10));
     first.checkpoint();
     first.eval(all.subspan(10, 10));
@@ -220,7 +212,7 @@ TEST_CASE("a hybrid's saved state carries its latest checkpoint, so a restored c
     first.truncate(12);
     const auto again = copy(first.eval(all.subspan(10, 10)));
 
-    Session second(*c.model, options());
+    Session second(*c.model, exact_options());
     second.load_state(saved);
     CHECK(second.checkpoint_count() == 1);
     CHECK(second.truncate(12) == 10);
@@ -230,10 +222,10 @@ TEST_CASE("a hybrid's saved state carries its latest checkpoint, so a restored c
 
 TEST_CASE("a hybrid's state cut short or with a checkpoint past its position is refused", "[hybrid][state]") {
     HybridCase c = open_case("qwen35-A");
-    Session session(*c.model, options());
+    Session session(*c.model, exact_options());
     session.eval(c.prompt());
     std::vector<uint8_t> saved = session.save_state();
-    Session other(*c.model, options());
+    Session other(*c.model, exact_options());
     CHECK_THROWS_WITH(other.load_state(std::span(saved).first(saved.size() - 100)), Catch::Contains("session state"));
     // No checkpoint was taken: the position field after the state reads -1; make it past the end.
     const size_t logits = size_t(c.model->hp.n_vocab) * 4, at = saved.size() - logits - 4;
@@ -270,7 +262,7 @@ TEST_CASE("a hybrid file with an MTP block loads and runs its main layers only",
     const auto with_mtp = load_model(path);
     CHECK(with_mtp->hp.n_layer == 4);
     CHECK(with_mtp->hp.n_nextn == 1);
-    Session a(*c.model, options()), b(*with_mtp, options());
+    Session a(*c.model, exact_options()), b(*with_mtp, exact_options());
     CHECK(bits_differing(copy(a.eval(c.prompt())), b.eval(c.prompt())) == 0);
     std::filesystem::remove(path);
 }
@@ -285,14 +277,14 @@ TEST_CASE("a hybrid's prompt through the chunked form of the rule agrees with to
         for (const simd::KernelPath path : simd::supported_kernel_paths()) {
             if (path == simd::KernelPath::Reference) continue;  // the reference path keeps the recurrence
             INFO(name << " on " << simd::kernel_path_name(path));
-            SessionOptions chunked = options(2, 512, path);
+            SessionOptions chunked = exact_options(2, 512, path);
             chunked.chunked_delta_rule = true;
             // The layers' matrix products on the decode kernels, as the single tokens' are: a long
             // batch would otherwise take the bf16 GEMM on avx512, which rounds its inputs.
             chunked.gemm = GemmBackend::Native;
             Session batch(*c.model, chunked);
             const auto whole = copy(batch.eval(long_prompt));  // 160 tokens: chunks of 64, 64 and 32
-            Session single(*c.model, options(1, 1, path));
+            Session single(*c.model, exact_options(1, 1, path));
             std::span<const float> last;
             for (const int32_t t : long_prompt) last = single.eval(std::span(&t, 1));
             CHECK(max_distance(whole, last) < 1e-4);

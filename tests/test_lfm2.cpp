@@ -9,6 +9,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "arch_case.h"
 #include "greedy.h"
 #include "numeric.h"
 #include "quant/fp16.h"
@@ -22,20 +23,11 @@ namespace {
 
 const char* const kLfm2[] = {"lfm2-A", "lfm2moe-A"};
 
-struct Lfm2Case {
-    nlohmann::json data;
-    std::unique_ptr<Model> model;
-    std::vector<int32_t> prompt() const { return data["prompt_tokens"].get<std::vector<int32_t>>(); }
-};
+using Lfm2Case = test::ReferenceCase;
 
-Lfm2Case open_case(const std::string& name) {
-    const std::string base = test::shared_path("arch/" + name);
-    return {nlohmann::json::parse(test::read_text(base + ".llamacpp.json")), load_model(base + ".gguf")};
-}
+Lfm2Case open_case(const std::string& name) { return test::open_reference_case(name); }
 
-SessionOptions options(int threads = 1, int n_batch = 512, simd::KernelPath path = simd::KernelPath::Reference) {
-    return SessionOptions{.n_threads = threads, .kv_types = KvType::F32, .n_batch = n_batch, .kernels = path};
-}
+using test::exact_options;
 
 using test::bits_differing;
 using test::max_abs_difference;
@@ -47,7 +39,7 @@ TEST_CASE("LFM2's log-probs after the prompt are within 1e-4 of the float64 refe
     for (const char* name : kLfm2) {
         Lfm2Case c = open_case(name);
         for (const simd::KernelPath path : simd::supported_kernel_paths()) {
-            Session session(*c.model, options(2, 512, path));
+            Session session(*c.model, exact_options(2, 512, path));
             const double distance = test::max_logprob_distance(session.eval(c.prompt()), c.data["ref_logprobs_last"].get<std::vector<double>>());
             INFO(name << " on " << simd::kernel_path_name(path) << ": " << distance);
             CHECK(distance < 1e-4);
@@ -61,7 +53,7 @@ TEST_CASE("LFM2's 16 greedy tokens equal the reference's on every kernel path", 
         const auto ref = c.data["ref_greedy"].get<std::vector<int32_t>>();
         for (const simd::KernelPath path : simd::supported_kernel_paths()) {
             INFO(name << " on " << simd::kernel_path_name(path));
-            Session session(*c.model, options(2, 512, path));
+            Session session(*c.model, exact_options(2, 512, path));
             CHECK(test::greedy(session, c.prompt(), int(ref.size())) == ref);
         }
     }
@@ -85,9 +77,9 @@ TEST_CASE("LFM2's logits are bit-identical with 1 and 2 threads on every kernel 
 TEST_CASE("LFM2 decoded token by token carries its convolution windows to the batch's log-probs", "[lfm2]") {
     for (const char* name : kLfm2) {
         Lfm2Case c = open_case(name);
-        Session batch(*c.model, options());
+        Session batch(*c.model, exact_options());
         const auto whole = copy(batch.eval(c.prompt()));
-        Session single(*c.model, options(1, 4));
+        Session single(*c.model, exact_options(1, 4));
         std::span<const float> last;
         for (const int32_t t : c.prompt()) last = single.eval(std::span(&t, 1));
         INFO(name);
@@ -99,9 +91,9 @@ TEST_CASE("LFM2's prompt evaluated in pieces of any size ends where one batch do
     for (const char* name : kLfm2) {
         Lfm2Case c = open_case(name);
         const auto prompt = c.prompt();
-        Session whole(*c.model, options(1, 4));
+        Session whole(*c.model, exact_options(1, 4));
         const auto expected = copy(whole.eval(prompt));
-        Session pieces(*c.model, options(1, 4));
+        Session pieces(*c.model, exact_options(1, 4));
         std::span<const float> last;
         for (size_t at = 0; at < prompt.size(); at += 3) last = pieces.eval(std::span(prompt).subspan(at, std::min<size_t>(3, prompt.size() - at)));
         INFO(name);
@@ -134,10 +126,10 @@ TEST_CASE("LFM2-MoE's leading layers are dense and its experts are chosen with t
 TEST_CASE("LFM2's saved state continues in another session exactly as without the interruption", "[lfm2][state]") {
     for (const char* name : kLfm2) {
         Lfm2Case c = open_case(name);
-        Session a(*c.model, options(1, 8));
+        Session a(*c.model, exact_options(1, 8));
         a.eval(c.prompt());
         const auto state = a.save_state();
-        Session b(*c.model, options(1, 8));
+        Session b(*c.model, exact_options(1, 8));
         b.load_state(state);
         const int32_t next = 7;
         const auto expected = copy(a.eval(std::span(&next, 1)));
@@ -150,13 +142,13 @@ TEST_CASE("cutting LFM2 back returns to the checkpoint and goes on exactly", "[l
     Lfm2Case c = open_case("lfm2-A");
     const auto prompt = c.prompt();
     const std::span<const int32_t> first = std::span(prompt).first(20);
-    Session s(*c.model, options(1, 8));
+    Session s(*c.model, exact_options(1, 8));
     s.eval(first);
     s.checkpoint();
     s.eval(std::span(prompt).subspan(20));
     CHECK(s.truncate(20) == 20);
     const auto again = copy(s.eval(std::span(prompt).subspan(20)));
-    Session fresh(*c.model, options(1, 8));
+    Session fresh(*c.model, exact_options(1, 8));
     fresh.eval(first);
     CHECK(bits_differing(again, fresh.eval(std::span(prompt).subspan(20))) == 0);
 }

@@ -11,6 +11,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "arch_case.h"
 #include "greedy.h"
 #include "numeric.h"
 #include "quant/fp16.h"
@@ -43,9 +44,7 @@ const NemotronCase& nemotron() {
     return c;
 }
 
-SessionOptions options(int threads = 1, int n_batch = 512, simd::KernelPath path = simd::KernelPath::Reference) {
-    return SessionOptions{.n_threads = threads, .kv_types = KvType::F32, .n_batch = n_batch, .kernels = path};
-}
+using test::exact_options;
 
 using test::bits_differing;
 using test::max_abs_difference;
@@ -67,7 +66,7 @@ TEST_CASE("Nemotron-H's layer kinds come from its per-layer head and FFN counts"
 TEST_CASE("Mamba-2's log-probs after the prompt are within 1e-3 of llama.cpp's on every kernel path", "[mamba2]") {
     const NemotronCase& c = nemotron();
     for (const simd::KernelPath path : simd::supported_kernel_paths()) {
-        Session session(*c.model, options(2, 512, path));
+        Session session(*c.model, exact_options(2, 512, path));
         const double distance =
             test::max_logprob_distance(session.eval(c.prompt()), c.data["llamacpp_logprobs_last"].get<std::vector<double>>());
         INFO(simd::kernel_path_name(path) << ": " << distance);
@@ -78,7 +77,7 @@ TEST_CASE("Mamba-2's log-probs after the prompt are within 1e-3 of llama.cpp's o
 TEST_CASE("Mamba-2's 16 greedy tokens equal llama.cpp's", "[mamba2]") {
     const NemotronCase& c = nemotron();
     const auto theirs = c.data["llamacpp_greedy"].get<std::vector<int32_t>>();
-    Session session(*c.model, options());
+    Session session(*c.model, exact_options());
     CHECK(test::greedy(session, c.prompt(), int(theirs.size())) == theirs);
 }
 
@@ -98,10 +97,10 @@ TEST_CASE("Mamba-2's logits are bit-identical with 1 and 2 threads on every kern
 TEST_CASE("Mamba-2's prompt evaluated in pieces of any size ends where one batch does", "[mamba2]") {
     const NemotronCase& c = nemotron();
     const auto prompt = c.prompt();
-    Session whole(*c.model, options(1, 4));
+    Session whole(*c.model, exact_options(1, 4));
     const auto expected = copy(whole.eval(prompt));
     for (const size_t piece : {size_t(1), size_t(3)}) {
-        Session pieces(*c.model, options(1, 4));
+        Session pieces(*c.model, exact_options(1, 4));
         std::span<const float> last;
         for (size_t at = 0; at < prompt.size(); at += piece)
             last = pieces.eval(std::span(prompt).subspan(at, std::min(piece, prompt.size() - at)));
@@ -120,10 +119,10 @@ TEST_CASE("Mamba-2's layers keep no KV cache and their state is sized from the d
 
 TEST_CASE("Mamba-2's saved state continues in another session exactly as without the interruption", "[mamba2][state]") {
     const NemotronCase& c = nemotron();
-    Session a(*c.model, options(1, 8));
+    Session a(*c.model, exact_options(1, 8));
     a.eval(c.prompt());
     const auto state = a.save_state();
-    Session b(*c.model, options(1, 8));
+    Session b(*c.model, exact_options(1, 8));
     b.load_state(state);
     const int32_t next = 7;
     const auto expected = copy(a.eval(std::span(&next, 1)));
@@ -133,13 +132,13 @@ TEST_CASE("Mamba-2's saved state continues in another session exactly as without
 TEST_CASE("cutting a Mamba-2 model back returns to the checkpoint and goes on exactly", "[mamba2][state]") {
     const NemotronCase& c = nemotron();
     const auto prompt = c.prompt();
-    Session s(*c.model, options(1, 8));
+    Session s(*c.model, exact_options(1, 8));
     s.eval(std::span(prompt).first(20));
     s.checkpoint();
     s.eval(std::span(prompt).subspan(20));
     CHECK(s.truncate(20) == 20);
     const auto again = copy(s.eval(std::span(prompt).subspan(20)));
-    Session fresh(*c.model, options(1, 8));
+    Session fresh(*c.model, exact_options(1, 8));
     fresh.eval(std::span(prompt).first(20));
     CHECK(bits_differing(again, fresh.eval(std::span(prompt).subspan(20))) == 0);
 }
