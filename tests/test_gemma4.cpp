@@ -182,9 +182,10 @@ TEST_CASE("gemma4's saved state continues in another session exactly as without 
     }
 }
 
-// The planner's hyperparameters for a preset must be what the loader reads from the file synth writes.
-TEST_CASE("a Gemma 4 preset's hyperparameters are what the loader reads from its synthesized file", "[gemma4][synth]") {
-    for (const char* name : {"tiny-gemma4", "tiny-gemma4-moe"}) {
+// The planner's hyperparameters for a preset must be what the loader reads from the file synth writes
+// (Gemma 4's per-layer shapes, and the layer kinds of the LFM2, Nemotron-H and Granite 4.0-H layouts).
+TEST_CASE("a preset's per-layer hyperparameters are what the loader reads from its synthesized file", "[gemma4][synth]") {
+    for (const char* name : {"tiny-gemma4", "tiny-gemma4-moe", "tiny-lfm2", "tiny-lfm2moe", "tiny-nemotron-h", "tiny-granite-h"}) {
         INFO(name);
         const std::string path = (std::filesystem::temp_directory_path() / (std::string("rill-") + name + ".gguf")).string();
         SynthOptions o{.preset = *find_preset(name), .recipe = *find_recipe("F32"), .n_threads = 1};
@@ -203,6 +204,9 @@ TEST_CASE("a Gemma 4 preset's hyperparameters are what the loader reads from its
         CHECK(hp.n_ff == expected.n_ff);
         CHECK(hp.kq_scale() == expected.kq_scale());
         CHECK(hp.final_logit_softcap == expected.final_logit_softcap);
+        CHECK(hp.layer_recurrent == expected.layer_recurrent);
+        CHECK(hp.layer_rope == expected.layer_rope);
+        CHECK(hp.n_dense_lead == expected.n_dense_lead);
         Session session(*model, exact_options());
         const std::vector<int32_t> prompt = {1, 300, 301, 302, 303, 304, 305, 306, 307, 308, 309, 310};
         const auto logits = session.eval(prompt);

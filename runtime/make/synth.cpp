@@ -352,6 +352,12 @@ Hparams preset_hparams(const SynthPreset& p) {
     hp.n_ff_exp = p.family.n_ff_exp;
     hp.n_ff_shexp = p.family.n_ff_shexp;
     set_layer_pattern(hp, hp.family->default_swa_pattern);
+    if (p.family.logit_scale > 0) {  // Granite's scales, as the file carries them
+        hp.embedding_scale = p.family.embedding_scale;
+        hp.residual_scale = p.family.residual_scale;
+        hp.attention_scale = p.family.attention_scale;
+        hp.logit_scale = p.family.logit_scale;
+    }
     if (const int every = p.family.full_attention_interval; every > 0) {
         hp.ssm = {.conv_kernel = p.family.ssm_conv_kernel, .state_size = p.family.ssm_state, .n_k_heads = p.family.ssm_k_heads,
                   .n_v_heads = p.family.ssm_v_heads};
