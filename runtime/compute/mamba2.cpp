@@ -2,10 +2,7 @@
 
 #include <cmath>
 
-#include <omp.h>
-
 #include "runtime/compute/causal_conv.h"
-#include "runtime/compute/ops.h"
 #include "simd/dot.h"
 
 namespace rill {
