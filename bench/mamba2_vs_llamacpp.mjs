@@ -1,24 +1,26 @@
-// The Mamba-2 test data: llama.cpp's log-probs on rill's tiny-nemotron-h (F32, seed 1), and how far
-// each Mamba-2 feature moves them when the file breaks it, which is what the tolerance of
-// tests/test_mamba2.cpp stands on (as ../shared/arch/README.md measures its files).
-//   node bench/mamba2_vs_llamacpp.mjs [--rill PATH] [--peer PATH] [--write tests/data/tiny-nemotron-h.llamacpp.json]
-// Each variant is the same file with one tensor's bytes rewritten; llama.cpp reads every variant, so
-// the differences are llama.cpp's own.
+// The Mamba-2 test data: llama.cpp's log-probs on rill's tiny-nemotron-h or tiny-nemotron-h-moe (F32,
+// seed 1), and how far each Mamba-2 (and expert) feature moves them when the file breaks it, which is
+// what the tolerance of tests/test_mamba2.cpp stands on (as ../shared/arch/README.md measures its files).
+//   node bench/mamba2_vs_llamacpp.mjs [--rill PATH] [--peer PATH] [--preset tiny-nemotron-h-moe]
+//        [--write tests/data/tiny-nemotron-h.llamacpp.json]
+// Each variant is the same file with one tensor's bytes (or one metadata value) rewritten; llama.cpp
+// reads every variant, so the differences are llama.cpp's own.
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 
 const args = process.argv.slice(2);
-let rill = "build/bin/rill", peer = "../shared/peers/llamacpp", write = "";
+let rill = "build/bin/rill", peer = "../shared/peers/llamacpp", write = "", preset = "tiny-nemotron-h";
 for (let i = 0; i < args.length; ++i) {
   if (args[i] === "--rill") rill = args[++i];
   else if (args[i] === "--peer") peer = args[++i];
   else if (args[i] === "--write") write = args[++i];
+  else if (args[i] === "--preset") preset = args[++i];
 }
 const run = (cmd, argv) => execFileSync(cmd, argv, { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"], maxBuffer: 1 << 28 });
 
-// Where each tensor's bytes are: a GGUF v3 header walk (metadata values skipped by type).
+// Where each tensor's bytes are, and each scalar metadata value: a GGUF v3 header walk.
 function tensorOffsets(buf) {
   let at = 8;
   const u32 = () => { const v = buf.readUInt32LE(at); at += 4; return v; };
@@ -32,9 +34,11 @@ function tensorOffsets(buf) {
   };
   const n_tensors = u64(), n_kv = u64();  // after the magic and the version
   let alignment = 32;
+  const values = new Map();  // key -> byte offset of its value
   for (let i = 0; i < n_kv; ++i) {
     const key = str(), type = u32();
     if (key === "general.alignment") { alignment = buf.readUInt32LE(at); }
+    values.set(key, at);
     skip(type);
   }
   const tensors = new Map();
@@ -47,14 +51,15 @@ function tensorOffsets(buf) {
   }
   const data = Math.ceil(at / alignment) * alignment;
   for (const t of tensors.values()) t.at = data + t.offset;
-  return tensors;
+  return { tensors, values };
 }
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rill-mamba2-"));
-const base = path.join(dir, "tiny-nemotron-h.F32.gguf");
-run(rill, ["synth", "--preset", "tiny-nemotron-h", "--type", "F32", "--seed", "1", "-o", base, "-t", "2"]);
+const base = path.join(dir, `${preset}.F32.gguf`);
+run(rill, ["synth", "--preset", preset, "--type", "F32", "--seed", "1", "-o", base, "-t", "2"]);
 const bytes = fs.readFileSync(base);
-const tensors = tensorOffsets(bytes);
+const { tensors, values } = tensorOffsets(bytes);
+const layersWith = (name) => [...tensors.keys()].filter((t) => t.endsWith(`.${name}`)).map((t) => Number(t.split(".")[1]));
 // A fixed prompt over the placeholder vocabulary, as bench/presets_vs_llamacpp.mjs draws it.
 const prompt = [1];
 for (let s = 12345; prompt.length < 32;) { s = (s * 1103515245 + 12345) % 2147483648; prompt.push(259 + (s % 253)); }
@@ -63,7 +68,8 @@ const logits = (file) => JSON.parse(run(peer, ["logits", file, "--tokens", promp
                                              "--threads", "1", "--n-predict", "16"]));
 const reference = logits(base);
 
-// Each variant: the tensors it rewrites in every Mamba-2 layer (0, 2, 4), and the new value of an element.
+// Each variant: the tensor it rewrites in every layer that has it, and the new value of an element
+// (null: the convolution's taps reversed); or a metadata value rewritten in place.
 const variants = [
   ["D skip removed (ssm_d = 0)", "ssm_d", () => 0],
   ["no convolution bias (ssm_conv1d.bias = 0)", "ssm_conv1d.bias", () => 0],
@@ -72,10 +78,21 @@ const variants = [
   ["dt bias + 1", "ssm_dt.bias", (v) => v + 1],
   ["conv taps reversed", "ssm_conv1d.weight", null],
 ];
+const arch = "nemotron_h_moe.";
+if (tensors.has("blk.1.exp_probs_b.bias")) {
+  variants.push(["no selection bias (exp_probs_b = 0)", "exp_probs_b.bias", () => 0],
+                ["no shared expert (ffn_down_shexp = 0)", "ffn_down_shexp.weight", () => 0],
+                ["routed weights unscaled (expert_weights_scale = 1)", { key: arch + "expert_weights_scale", f32: 1 }],
+                ["routed weights not renormalised (expert_weights_norm = false)", { key: arch + "expert_weights_norm", u8: 0 }]);
+}
 const rows = [];
 for (const [label, name, change] of variants) {
   const copy = Buffer.from(bytes);
-  for (const layer of [0, 2, 4]) {
+  if (typeof name === "object") {
+    if ("f32" in name) copy.writeFloatLE(name.f32, values.get(name.key));
+    else copy.writeUInt8(name.u8, values.get(name.key));
+  }
+  for (const layer of typeof name === "string" ? layersWith(name) : []) {
     const t = tensors.get(`blk.${layer}.${name}`);
     if (change) {
       for (let i = 0; i < t.n; ++i) copy.writeFloatLE(change(copy.readFloatLE(t.at + 4 * i)), t.at + 4 * i);
@@ -94,12 +111,12 @@ for (const [label, name, change] of variants) {
   moved.forEach((v, i) => { worst = Math.max(worst, Math.abs(v - reference.next_token_logprobs[i])); });
   rows.push({ change: label, max_abs_delta_logprob: worst });
 }
-console.log("| change (every Mamba-2 layer, llama.cpp on the changed file) | max abs Δ log-prob at the last prompt position |");
+console.log("| change (every layer that has it, llama.cpp on the changed file) | max abs Δ log-prob at the last prompt position |");
 console.log("| --- | ---: |");
 for (const r of rows) console.log(`| ${r.change} | ${r.max_abs_delta_logprob.toFixed(4)} |`);
 if (write) {
   fs.writeFileSync(write, JSON.stringify({
-    preset: "tiny-nemotron-h", type: "F32", seed: 1, prompt_tokens: prompt,
+    preset, type: "F32", seed: 1, prompt_tokens: prompt,
     llamacpp_logprobs_last: reference.next_token_logprobs, llamacpp_greedy: reference.greedy_tokens,
     sensitivity: rows,
   }) + "\n");

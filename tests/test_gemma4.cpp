@@ -185,7 +185,7 @@ TEST_CASE("gemma4's saved state continues in another session exactly as without 
 // The planner's hyperparameters for a preset must be what the loader reads from the file synth writes
 // (Gemma 4's per-layer shapes, and the layer kinds of the LFM2, Nemotron-H and Granite 4.0-H layouts).
 TEST_CASE("a preset's per-layer hyperparameters are what the loader reads from its synthesized file", "[gemma4][synth]") {
-    for (const char* name : {"tiny-gemma4", "tiny-gemma4-moe", "tiny-lfm2", "tiny-lfm2moe", "tiny-nemotron-h", "tiny-granite-h"}) {
+    for (const char* name : {"tiny-gemma4", "tiny-gemma4-moe", "tiny-lfm2", "tiny-lfm2moe", "tiny-nemotron-h", "tiny-nemotron-h-moe", "tiny-granite-h"}) {
         INFO(name);
         const std::string path = (std::filesystem::temp_directory_path() / (std::string("rill-") + name + ".gguf")).string();
         SynthOptions o{.preset = *find_preset(name), .recipe = *find_recipe("F32"), .n_threads = 1};

@@ -32,15 +32,25 @@ struct NemotronCase {
 };
 
 // The file is made once per test run (a few milliseconds) and read back as any file is.
+NemotronCase make_case(const std::string& preset) {
+    const std::string path = (std::filesystem::temp_directory_path() / ("rill-test-" + preset + ".gguf")).string();
+    synthesize_model(path, SynthOptions{.preset = *find_preset(preset), .recipe = *find_recipe("F32"), .seed = 1, .n_threads = 1});
+    NemotronCase made{nlohmann::json::parse(test::read_text(std::string(RILL_TEST_DATA_DIR) + "/" + preset + ".llamacpp.json")),
+                      load_model(path)};
+    std::filesystem::remove(path);
+    return made;
+}
+
 const NemotronCase& nemotron() {
-    static const NemotronCase c = [] {
-        const std::string path = (std::filesystem::temp_directory_path() / "rill-test-tiny-nemotron-h.gguf").string();
-        synthesize_model(path, SynthOptions{.preset = *find_preset("tiny-nemotron-h"), .recipe = *find_recipe("F32"), .seed = 1, .n_threads = 1});
-        NemotronCase made{nlohmann::json::parse(test::read_text(std::string(RILL_TEST_DATA_DIR) + "/tiny-nemotron-h.llamacpp.json")),
-                          load_model(path)};
-        std::filesystem::remove(path);
-        return made;
-    }();
+    static const NemotronCase c = make_case("tiny-nemotron-h");
+    return c;
+}
+
+// tiny-nemotron-h-moe: M E M * M E, its expert layers 8 ReLU² experts (2 chosen) and a shared one.
+// Breaking the experts moves llama.cpp's log-probs by 0.34 (the selection bias) to 3.0 (the shared
+// expert, the routed scale), the Mamba-2 layers by 0.81 to 4.9 (bench/mamba2_vs_llamacpp.mjs).
+const NemotronCase& nemotron_moe() {
+    static const NemotronCase c = make_case("tiny-nemotron-h-moe");
     return c;
 }
 
@@ -141,4 +151,39 @@ TEST_CASE("cutting a Mamba-2 model back returns to the checkpoint and goes on ex
     Session fresh(*c.model, exact_options(1, 8));
     fresh.eval(std::span(prompt).first(20));
     CHECK(bits_differing(again, fresh.eval(std::span(prompt).subspan(20))) == 0);
+}
+
+TEST_CASE("Nemotron-H-MoE's expert layers are those with an FFN width, the rest Mamba-2 or attention", "[mamba2][moe]") {
+    const Hparams& hp = nemotron_moe().model->hp;
+    CHECK(std::vector<uint8_t>(hp.layer_recurrent) == std::vector<uint8_t>{1, 0, 1, 0, 1, 0});
+    for (const int l : {1, 5}) {
+        CHECK(hp.experts(l));
+        CHECK_FALSE(hp.has_mixer(l));
+    }
+    for (const int l : {0, 2, 3, 4}) CHECK_FALSE(hp.has_ffn(l));
+    CHECK(hp.expert_weights_norm);
+    CHECK(hp.expert_weights_scale == 2.5f);
+    CHECK(nemotron_moe().model->layers[1].gate_exps.empty());  // ReLU² experts have no gate
+}
+
+TEST_CASE("Nemotron-H-MoE's log-probs after the prompt are within 1e-3 of llama.cpp's on every kernel path", "[mamba2][moe]") {
+    const NemotronCase& c = nemotron_moe();
+    for (const simd::KernelPath path : simd::supported_kernel_paths()) {
+        Session session(*c.model, exact_options(2, 512, path));
+        const double distance =
+            test::max_logprob_distance(session.eval(c.prompt()), c.data["llamacpp_logprobs_last"].get<std::vector<double>>());
+        INFO(simd::kernel_path_name(path) << ": " << distance);
+        CHECK(distance < 1e-3);
+    }
+}
+
+TEST_CASE("Nemotron-H-MoE's 16 greedy tokens equal llama.cpp's, and 1 and 2 threads agree bit for bit", "[mamba2][moe][threads]") {
+    const NemotronCase& c = nemotron_moe();
+    const auto theirs = c.data["llamacpp_greedy"].get<std::vector<int32_t>>();
+    Session session(*c.model, exact_options());
+    CHECK(test::greedy(session, c.prompt(), int(theirs.size())) == theirs);
+    Session one(*c.model, SessionOptions{.n_threads = 1});
+    Session two(*c.model, SessionOptions{.n_threads = 2});
+    const auto a = copy(one.eval(c.prompt(), true));
+    CHECK(bits_differing(a, two.eval(c.prompt(), true)) == 0);
 }

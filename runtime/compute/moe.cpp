@@ -45,7 +45,8 @@ void route(const Hparams& hp, const LayerWeights& L, const float* xn, int n, Mat
         int* chosen = &s.chosen[size_t(t) * size_t(k)];
         float* w = &s.weights[size_t(t) * size_t(k)];
         if (hp.family->gating == Gating::SigmoidBiasedTopK) {
-            // Chosen by score + bias, weighed by the scores alone, renormalised (ggml's clamp of the sum).
+            // Chosen by score + bias, weighed by the scores alone, renormalised (ggml's clamp of the sum)
+            // where the family says, then scaled.
             for (int e = 0; e < E; ++e) row[e] = 1.0f / (1.0f + std::exp(-row[e]));
             const float* bias = reinterpret_cast<const float*>(L.select_bias.tensor->data);
             s.biased.resize(size_t(E));
@@ -53,8 +54,10 @@ void route(const Hparams& hp, const LayerWeights& L, const float* xn, int n, Mat
             top_k(s.biased.data(), E, k, chosen);
             float sum = 0;
             for (int j = 0; j < k; ++j) sum += row[chosen[j]];
-            sum = std::max(sum, 6.103515625e-5f);
+            sum = hp.expert_weights_norm ? std::max(sum, 6.103515625e-5f) : 1.0f;
             for (int j = 0; j < k; ++j) w[j] = row[chosen[j]] / sum;
+            if (hp.expert_weights_scale != 1.0f)
+                for (int j = 0; j < k; ++j) w[j] *= hp.expert_weights_scale;
         } else if (hp.family->gating == Gating::SoftmaxTopK) {
             softmax(row, E);
             top_k(row, E, k, chosen);
@@ -70,7 +73,8 @@ void route(const Hparams& hp, const LayerWeights& L, const float* xn, int n, Mat
 }
 
 void gated_activation(Activation activation, float* gate, const float* up, size_t n, int n_threads) {
-    if (activation == Activation::SwigluOai) swiglu_oai(gate, up, n);
+    if (activation == Activation::ReluSquared) relu_squared(gate, n);  // no gate: `gate` holds the up projection
+    else if (activation == Activation::SwigluOai) swiglu_oai(gate, up, n);
     else if (activation == Activation::GeluTanh) geglu(gate, up, n, n_threads);
     else swiglu(gate, up, n, n_threads);
 }
@@ -100,22 +104,24 @@ void moe_ffn(const Hparams& hp, const LayerWeights& L, const float* xn, int n, f
             if (const int m = s.first[size_t(x) + 1] - s.first[size_t(x)]; m > 0) each(x, s.first[size_t(x)], m);
     };
     s.tasks.clear();
+    // Ungated experts (ReLU²) write their up projection where the gate's would go.
+    const bool gated = !L.gate_exps.empty();
     experts_in_use([&](int x, int r, int m) {
-        s.tasks.push_back({L.gate_exps[size_t(x)], &s.rows[size_t(r) * size_t(E)], m, &s.gate[size_t(r) * size_t(F)]});
-        s.tasks.push_back({L.up_exps[size_t(x)], &s.rows[size_t(r) * size_t(E)], m, &s.up[size_t(r) * size_t(F)]});
+        if (gated) s.tasks.push_back({L.gate_exps[size_t(x)], &s.rows[size_t(r) * size_t(E)], m, &s.gate[size_t(r) * size_t(F)]});
+        s.tasks.push_back({L.up_exps[size_t(x)], &s.rows[size_t(r) * size_t(E)], m, gated ? &s.up[size_t(r) * size_t(F)] : &s.gate[size_t(r) * size_t(F)]});
     });
     matmul(s.tasks, mm);
     experts_in_use([&](int x, int r, int m) {
         float* gate = &s.gate[size_t(r) * size_t(F)];
         float* up = &s.up[size_t(r) * size_t(F)];
         add_row(bias_row(L.b_gate_exps, x), gate, m, F);
-        add_row(bias_row(L.b_up_exps, x), up, m, F);
+        add_row(bias_row(L.b_up_exps, x), gated ? up : gate, m, F);
         gated_activation(hp.family->activation, gate, up, size_t(m) * size_t(F), 1);
     });
     s.tasks.clear();
     experts_in_use([&](int x, int r, int m) {
         s.tasks.push_back({L.down_exps[size_t(x)], &s.gate[size_t(r) * size_t(F)], m, &s.down[size_t(r) * size_t(E)]});
-        s.expert_bytes += L.gate_exps[size_t(x)].tensor->n_bytes + L.up_exps[size_t(x)].tensor->n_bytes +
+        s.expert_bytes += (gated ? L.gate_exps[size_t(x)].tensor->n_bytes : 0) + L.up_exps[size_t(x)].tensor->n_bytes +
                           L.down_exps[size_t(x)].tensor->n_bytes;
     });
     matmul(s.tasks, mm);

@@ -112,6 +112,10 @@ void swiglu(float* gate, const float* up, size_t n, int n_threads) { elementwise
 
 void geglu(float* gate, const float* up, size_t n, int n_threads) { elementwise(gate, up, n, n_threads, simd::geglu); }
 
+void relu_squared(float* x, size_t n) {
+    for (size_t i = 0; i < n; ++i) x[i] = x[i] > 0 ? x[i] * x[i] : 0.0f;
+}
+
 void swiglu_oai(float* gate, const float* up, size_t n) {
     constexpr float kAlpha = 1.702f, kLimit = 7.0f;
     for (size_t i = 0; i < n; ++i) {

@@ -31,6 +31,8 @@ void softmax(float* x, int n);
 void swiglu(float* gate, const float* up, size_t n, int n_threads = 1);
 // gate[i] = gelu(gate[i]) * up[i], GELU in its tanh approximation (computed exactly, not from a table)
 void geglu(float* gate, const float* up, size_t n, int n_threads = 1);
+// x[i] = relu(x[i])² (Nemotron-H's ungated MLP and experts)
+void relu_squared(float* x, size_t n);
 // gpt-oss's clamped SwiGLU: x = min(gate, 7), gate[i] = x·σ(1.702·x)·(clamp(up, -7, 7) + 1)
 void swiglu_oai(float* gate, const float* up, size_t n);
 // softmax over x[0 .. n) with one more logit in the denominator that has no value (an attention sink)

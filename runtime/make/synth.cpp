@@ -113,6 +113,9 @@ const std::vector<SynthPreset> kPresets = {
      {.n_expert = 8, .n_expert_used = 2, .n_ff_exp = 16, .layer_kinds = "CCCA", .conv_kernel = 3, .n_dense_lead = 2}},
     {"tiny-nemotron-h", "nemotron_h", 512, 256, 6, 96, 4, 2, 512, 1e4f, 1e-5f, false, false, 0, "rill's test preset",
      {.head_dim = 64, .ssm_state = 16, .layer_kinds = "M-M*M-", .conv_kernel = 4, .ssm_inner = 512, .ssm_heads = 8, .ssm_groups = 2}},
+    {"tiny-nemotron-h-moe", "nemotron_h_moe", 512, 256, 6, 48, 4, 2, 512, 1e4f, 1e-5f, false, false, 0, "rill's test preset",
+     {.head_dim = 64, .n_expert = 8, .n_expert_used = 2, .n_ff_exp = 48, .n_ff_shexp = 96, .ssm_state = 16, .layer_kinds = "MEM*ME",
+      .conv_kernel = 4, .ssm_inner = 512, .ssm_heads = 8, .ssm_groups = 2, .routed_scale = 2.5f}},
     {"tiny-granite-h", "granitehybrid", 512, 256, 6, 64, 4, 2, 512, 1e4f, 1e-5f, true, false, 0, "rill's test preset",
      {.embedding_scale = 12.0f, .residual_scale = 0.22f, .attention_scale = 0.125f, .logit_scale = 6.0f, .n_expert = 8, .n_expert_used = 2,
       .n_ff_exp = 64, .n_ff_shexp = 128, .ssm_state = 16, .layer_kinds = "mmAmmA", .conv_kernel = 4, .ssm_inner = 512, .ssm_heads = 8,
@@ -264,7 +267,15 @@ void write_family_metadata(GgufWriter& out, const SynthPreset& p) {
             out.set_u32(a + "shortconv.l_cache", uint32_t(f.conv_kernel));
         }
         if (f.n_dense_lead > 0) out.set_u32(a + "leading_dense_block_count", uint32_t(f.n_dense_lead));
-        if (find_architecture(p.arch)->gating == Gating::SigmoidBiasedTopK) out.set_u32(a + "expert_gating_func", 2);
+        const Architecture& family = *find_architecture(p.arch);
+        if (family.routed_weight_keys) {  // Nemotron-H-MoE's converter: no gating key, these instead
+            out.set_u32(a + "expert_shared_count", 1);
+            out.set_bool(a + "expert_weights_norm", true);
+            out.set_f32(a + "expert_weights_scale", f.routed_scale);
+            out.set_u32(a + "expert_group_count", 1);
+        } else if (family.gating == Gating::SigmoidBiasedTopK) {
+            out.set_u32(a + "expert_gating_func", 2);
+        }
     }
     if (f.swa_period > 0) {  // Gemma 4
         std::vector<bool> pattern;
@@ -380,6 +391,7 @@ Hparams preset_hparams(const SynthPreset& p) {
                       .n_v_heads = p.family.ssm_heads, .inner_size = p.family.ssm_inner};
         if (a.no_rope || a.rope_switch) hp.layer_rope.assign(size_t(p.n_layer), 0);
         hp.n_dense_lead = p.family.n_dense_lead;
+        if (a.routed_weight_keys) hp.expert_weights_scale = p.family.routed_scale;
     }
     if (p.family.swa_period > 0) {  // Gemma 4's per-layer shapes, as read_hparams reads them from the file
         hp.attention_scale = hp.family->fixed_kq_scale;
@@ -447,6 +459,16 @@ std::vector<SynthTensor> synth_tensors(const SynthPreset& p) {
         if (p.kind(l) == '-') {  // an MLP alone (Nemotron-H)
             t.push_back({b + "ffn_up.weight", {e, f}});
             t.push_back({b + "ffn_down.weight", {f, e}});
+            continue;
+        }
+        if (p.kind(l) == 'E') {  // experts alone (Nemotron-H-MoE): ReLU², no gates, an ungated shared expert
+            const uint64_t n = uint64_t(p.family.n_expert), fe = uint64_t(p.family.n_ff_exp), fs = uint64_t(p.family.n_ff_shexp);
+            t.push_back({b + "ffn_gate_inp.weight", {e, n}});
+            t.push_back({b + "exp_probs_b.bias", {n}});
+            t.push_back({b + "ffn_down_exps.weight", {fe, e, n}});
+            t.push_back({b + "ffn_up_exps.weight", {e, fe, n}});
+            t.push_back({b + "ffn_down_shexp.weight", {fs, e}});
+            t.push_back({b + "ffn_up_shexp.weight", {e, fs}});
             continue;
         }
         if (p.kind(l) == 'm') {  // Granite 4.0-H's Mamba-2, its FFN below

@@ -38,13 +38,14 @@ struct SynthFamilyShape {
     bool double_wide_shared = false, v_from_k_full = false;
     float rope_partial = 0;
     // Hybrids whose layers differ in kind, one character per layer (Nemotron-H's
-    // hybrid_override_pattern): 'M' Mamba-2, '*' attention, '-' an MLP alone; 'C' a short convolution
+    // hybrid_override_pattern): 'M' Mamba-2, '*' attention, '-' an MLP alone, 'E' experts alone; 'C' a short convolution
     // (LFM2), 'm' Mamba-2 (Granite 4.0-H) and 'A' attention, each with its FFN. Empty: every layer attention.
     const char* layer_kinds = "";
     int conv_kernel = 0;  // shortconv.l_cache or ssm.conv_kernel
     // Mamba-2: inner width, state size, heads and groups.
     int ssm_inner = 0, ssm_heads = 0, ssm_groups = 0;
     int n_dense_lead = 0;  // LFM2-MoE: leading layers with a dense FFN
+    float routed_scale = 0;  // Nemotron-H-MoE: routed_scaling_factor (its weights renormalised too)
 };
 
 struct SynthPreset {

@@ -100,6 +100,16 @@ const Architecture kArchitectures[] = {
     // NVIDIA's Nemotron-H (llama.cpp's src/models/nemotron-h.cpp): Mamba-2, attention without positions
     // and ReLU² MLPs, one per layer, as the per-layer head_count_kv and feed_forward_length say.
     {.name = "nemotron_h", .activation = Activation::ReluSquared, .mamba2 = true, .single_block_layers = true, .no_rope = true},
+    // Nemotron 3 Nano (nemotron_h_moe, the same graph): the MLP layers are sigmoid-routed ReLU² experts
+    // without a gate, beside an ungated ReLU² shared expert.
+    {.name = "nemotron_h_moe",
+     .activation = Activation::ReluSquared,
+     .moe = true,
+     .gating = Gating::SigmoidBiasedTopK,
+     .mamba2 = true,
+     .single_block_layers = true,
+     .no_rope = true,
+     .routed_weight_keys = true},
     // IBM's Granite 4.0-H (llama.cpp's src/models/granite-hybrid.cpp): Mamba-2 and attention layers,
     // each with an FFN: SwiGLU, or (Tiny, Small) softmax-routed experts of feed_forward_length with an
     // ungated shared expert; Granite's four scales.
@@ -451,6 +461,10 @@ Hparams read_hparams(const GgufFile& f) {
         if (hp.n_expert_used > hp.n_expert)
             throw Error(f.name() + ": metadata '" + p + "expert_used_count' is " + std::to_string(hp.n_expert_used) +
                         ", more than expert_count " + std::to_string(hp.n_expert));
+        if (const GgufValue* widths = f.find(p + "expert_feed_forward_length"); widths && widths->type == GgufType::ARRAY)
+            throw Error(f.name() + ": metadata '" + p + "expert_feed_forward_length' gives each layer its own expert width, which rill does not support");
+        if (f.find(p + "moe_latent_size"))
+            throw Error(f.name() + ": metadata '" + p + "moe_latent_size' asks for latent expert projections, which rill does not support");
         hp.n_ff_exp = f.find(p + "expert_feed_forward_length") ? required_int(f, p + "expert_feed_forward_length") : hp.n_ff;
         if (hp.n_ff_exp == 0) throw Error(f.name() + ": metadata '" + p + "expert_feed_forward_length' is missing");
         // Granite's shared expert is optional and ungated; Qwen3.5-MoE's is required and gated.
@@ -463,13 +477,20 @@ Hparams read_hparams(const GgufFile& f) {
             hp.n_dense_lead = int(*lead);
         }
         if (a.gating == Gating::SigmoidBiasedTopK) {
+            // nemotron_h_moe's converter writes no gating key (llama.cpp's graph takes sigmoid).
             const auto gating = f.get_uint(p + "expert_gating_func");
-            if (!gating) throw Error(f.name() + ": metadata '" + p + "expert_gating_func' is missing");
-            if (*gating != 2)
+            if (!gating && !a.routed_weight_keys) throw Error(f.name() + ": metadata '" + p + "expert_gating_func' is missing");
+            if (gating && *gating != 2)
                 throw Error(f.name() + ": metadata '" + p + "expert_gating_func' is " + std::to_string(*gating) +
                             "; rill supports 2 (sigmoid) for " + hp.arch);
         }
         if (hp.n_dense_lead > 0 && hp.n_ff == 0) throw Error(f.name() + ": metadata '" + p + "feed_forward_length' is missing");
+        if (a.routed_weight_keys) {
+            const GgufValue* norm = f.find(p + "expert_weights_norm");
+            hp.expert_weights_norm = norm != nullptr && norm->u != 0;  // llama.cpp's default: not renormalised
+            const float scale = number(f, p + "expert_weights_scale", 0.0, -1e-30, 1e6);
+            hp.expert_weights_scale = scale == 0 ? 1.0f : scale;  // as llama.cpp: 0 (or missing) means none
+        }
     }
     if (a.gated_delta_net) read_delta_net(f, p, hp);
     if (a.rope_sections) read_rope_sections(f, p, hp);

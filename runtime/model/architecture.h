@@ -19,8 +19,8 @@ enum class Activation { Silu, GeluTanh, SwigluOai, ReluSquared };
 // How a mixture-of-experts router turns its logits into the chosen experts' weights: softmax over all
 // experts, top-k, renormalised over the chosen (qwen3moe); or top-k on the logits, then softmax over
 // the chosen k (gpt-oss).
-// LFM2-MoE's: sigmoid scores, the top k by score plus a selection-only bias (exp_probs_b), weights
-// the chosen scores renormalised.
+// LFM2-MoE's and Nemotron-H-MoE's: sigmoid scores, the top k by score plus a selection-only bias
+// (exp_probs_b), weights the chosen scores (renormalised and scaled as Hparams says).
 enum class Gating { SoftmaxTopK, TopKSoftmax, SigmoidBiasedTopK };
 
 struct Architecture {
@@ -78,6 +78,9 @@ struct Architecture {
     // Granite 4.0-H: attention rotates only where rope.scaling.finetuned is true (its default); the
     // converter writes false, so its attention has no positions.
     bool rope_switch = false;
+    // The routed weights' normalisation and scale are the file's expert_weights_norm and
+    // expert_weights_scale (nemotron_h_moe); elsewhere sigmoid weights are renormalised, unscaled (lfm2moe).
+    bool routed_weight_keys = false;
 };
 
 // The family a file names, or nullptr.
@@ -149,6 +152,8 @@ struct Hparams {
     std::vector<int> layer_kv_source;
     int n_embd_per_layer = 0;  // PLE width per layer; 0: none
     int n_dense_lead = 0;      // the first layers of a mixture of experts keep a dense FFN (leading_dense_block_count)
+    bool expert_weights_norm = true;   // sigmoid routing: the chosen weights renormalised to sum to 1
+    float expert_weights_scale = 1.0f;  // and then multiplied by this
 
     int q_dim() const { return n_head * head_dim; }
     int kv_dim() const { return n_head_kv * head_dim; }  // the widest layer's (an upper bound)
@@ -160,7 +165,11 @@ struct Hparams {
     int n_rot_of(int layer) const { return sliding(layer) && n_rot_swa > 0 ? n_rot_swa : n_rot; }
     int kv_source(int layer) const { return layer_kv_source.empty() ? layer : layer_kv_source[size_t(layer)]; }
     bool owns_kv(int layer) const { return has_attention(layer) && kv_source(layer) == layer; }
-    bool experts(int layer) const { return n_expert > 0 && layer >= n_dense_lead; }
+    // Experts on every layer past the dense lead; where layers run one block (Nemotron-H-MoE), on those
+    // whose block is the FFN.
+    bool experts(int layer) const {
+        return n_expert > 0 && layer >= n_dense_lead && !(family->single_block_layers && (n_ff_of(layer) == 0 || recurrent(layer)));
+    }
     // What a layer runs: a mixer (a recurrent block or attention) and an FFN; Nemotron-H's layers run
     // one of them, every other family's both.
     bool has_attention(int layer) const { return !recurrent(layer) && n_head_kv_of(layer) > 0; }

@@ -140,7 +140,8 @@ static void load_experts(Model& m) {
             slices(fused, e, 2 * fe, 0, fe, L.gate_exps);
             slices(fused, e, 2 * fe, fe, fe, L.up_exps);
         } else {
-            slices(tensor(f, b + "ffn_gate_exps.weight", {e, fe, n}), e, fe, 0, fe, L.gate_exps);
+            // Nemotron-H-MoE's ReLU² experts have no gate.
+            if (a.activation != Activation::ReluSquared) slices(tensor(f, b + "ffn_gate_exps.weight", {e, fe, n}), e, fe, 0, fe, L.gate_exps);
             slices(tensor(f, b + "ffn_up_exps.weight", {e, fe, n}), e, fe, 0, fe, L.up_exps);
         }
         slices(tensor(f, b + "ffn_down_exps.weight", {fe, e, n}), fe, e, 0, e, L.down_exps);
@@ -164,7 +165,7 @@ static void load_experts(Model& m) {
             const GgufTensor* g = f.find_tensor(b + "ffn_gate_inp_shexp.weight");
             L.shexp_gate_inp = tensor(f, b + "ffn_gate_inp_shexp.weight", g && g->n_dims == 1 ? std::vector<uint64_t>{e} : std::vector<uint64_t>{e, 1},
                                       a.shared_expert);
-            L.shexp_gate = tensor(f, b + "ffn_gate_shexp.weight", {e, fs});
+            L.shexp_gate = tensor(f, b + "ffn_gate_shexp.weight", {e, fs}, a.activation != Activation::ReluSquared);
             L.shexp_up = tensor(f, b + "ffn_up_shexp.weight", {e, fs});
             L.shexp_down = tensor(f, b + "ffn_down_shexp.weight", {fs, e});
         }

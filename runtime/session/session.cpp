@@ -320,7 +320,7 @@ void Session::dense_ffn(const LayerWeights& L, int F, int n) {
     if (!L.ffn_gate && !hp.family->fused_gate_up) {  // no gate: relu(up)² (Nemotron-H)
         matmul(L.ffn_up, xn_.data(), gate_.data(), n, scratch_);
         add_bias(L.b_up, gate_.data(), n, F);
-        for (size_t i = 0; i < size_t(n) * size_t(F); ++i) gate_[i] = gate_[i] > 0 ? gate_[i] * gate_[i] : 0.0f;
+        relu_squared(gate_.data(), size_t(n) * size_t(F));
     } else if (hp.family->activation == Activation::GeluTanh) {
         geglu(gate_.data(), up_.data(), size_t(n) * F, scratch_.n_threads);
     } else {
@@ -388,16 +388,22 @@ void Session::per_layer_embedding(int l, int n) {
 }
 
 // shexp_up_ = σ(gate_inp·xn) · Wdown_s · silu(Wgate_s·xn) ⊙ Wup_s·xn, one row of n_embd per token (the
-// σ factor only where the file has gate_inp: Qwen3.5-MoE's, not Granite's).
+// σ factor only where the file has gate_inp: Qwen3.5-MoE's, not Granite's; relu(Wup_s·xn)² where
+// there is no gate: Nemotron-H-MoE's).
 void Session::shared_expert(const LayerWeights& L, int n) {
     const Hparams& hp = model_.hp;
     const size_t rows = size_t(n), F = size_t(hp.n_ff_shexp), E = size_t(hp.n_embd);
     shexp_gate_.resize(rows * F);
     shexp_up_.resize(rows * std::max(F, E));
     shexp_weight_.resize(rows);
-    const MatmulOutput gate_up[] = {{L.shexp_gate, shexp_gate_.data()}, {L.shexp_up, shexp_up_.data()}};
-    matmul(gate_up, xn_.data(), n, scratch_);
-    swiglu(shexp_gate_.data(), shexp_up_.data(), rows * F, scratch_.n_threads);
+    if (L.shexp_gate) {
+        const MatmulOutput gate_up[] = {{L.shexp_gate, shexp_gate_.data()}, {L.shexp_up, shexp_up_.data()}};
+        matmul(gate_up, xn_.data(), n, scratch_);
+        swiglu(shexp_gate_.data(), shexp_up_.data(), rows * F, scratch_.n_threads);
+    } else {  // Nemotron-H-MoE's: relu(Wup_s·xn)², no gate
+        matmul(L.shexp_up, xn_.data(), shexp_gate_.data(), n, scratch_);
+        relu_squared(shexp_gate_.data(), rows * F);
+    }
     matmul(L.shexp_down, shexp_gate_.data(), shexp_up_.data(), n, scratch_);
     if (!L.shexp_gate_inp) return;  // Granite's shared expert is not gated
     matmul(L.shexp_gate_inp, xn_.data(), shexp_weight_.data(), n, scratch_);  // one row: a weight per token
