@@ -5,6 +5,7 @@
 //   RILL_BIN=build/bin/rill RILL_SHARED=../shared node --test tests/server/serving.test.mjs
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -101,31 +102,45 @@ test('with --cache-ram a conversation whose slot was taken finds its history in 
   }
 });
 
-// Qwen3.5's Gated DeltaNet layers cannot cut their state back to a shorter prefix: the slot returns
-// to the checkpoint it took at the previous message boundary instead of reading the history again.
+// Recurrent layers cannot cut their state back to a shorter prefix: the slot returns to the checkpoint
+// it took at the previous message boundary instead of reading the history again. The same for each
+// recurrent block kind: Qwen3.5's Gated DeltaNet, LFM2's short convolution, Nemotron-H's Mamba-2 (a
+// tiny file synthesized here, F32, in milliseconds).
 const HYBRID = `${process.env.RILL_SHARED}/arch/qwen35-A.gguf`;
-test('a hybrid model with recurrent layers evaluates only the new turn of a returning conversation', async () => {
-  const hybrid = async (extra) => {
-    const s = await startRill(RILL, ['-m', HYBRID, '--port', '0', '-t', '1', '--no-mmap', '--parallel', '2', ...extra]);
-    servers.push(s);
-    return s;
-  };
-  const on = await hybrid([]);
-  const off = await hybrid(['--no-cache-prompt']);
-  const turns = USER_TURNS.slice(0, 3);
-  const replies = await converse(on, turns, 12, 'qwen35-A');
-  for (let i = 1; i < replies.length; i++) {
-    const before = replies[i - 1].usage;
-    const cached = replies[i].usage.prompt_tokens_details.cached_tokens;
-    // At least up to the checkpoint before the previous prompt's last token (this random model's
-    // replies do not re-tokenize as generated, so the one at the reply's end is not reached here).
-    assert.ok(cached >= before.prompt_tokens - 1, `turn ${i + 1}: ${cached} cached of the previous turn's ${before.prompt_tokens} + ${before.completion_tokens}`);
-  }
-  const m = await metrics(on);
-  assert.ok(Number(m.rill_recurrent_checkpoints.metrics[0].value) >= 1);
-  assert.ok(Number(m.rill_recurrent_checkpoint_bytes.metrics[0].value) > 0);
-  assert.deepEqual((await converse(off, turns, 12, 'qwen35-A')).map((r) => r.text), replies.map((r) => r.text));
-});
+const synthDir = fs.mkdtempSync(path.join(os.tmpdir(), 'rill-serving-'));
+after(() => fs.rmSync(synthDir, { recursive: true, force: true }));
+function synthesized(preset) {
+  const file = path.join(synthDir, `${preset}.gguf`);
+  execFileSync(RILL, ['synth', '--preset', preset, '--type', 'F32', '-o', file, '-t', '1'], { stdio: 'ignore' });
+  return file;
+}
+for (const [label, file] of [['qwen35-A', () => HYBRID], ['lfm2-A', () => `${process.env.RILL_SHARED}/arch/lfm2-A.gguf`],
+                             ['tiny-nemotron-h', () => synthesized('tiny-nemotron-h')]]) {
+  test(`a hybrid model with recurrent layers (${label}) evaluates only the new turn of a returning conversation`, async () => {
+    const model = file();
+    const id = path.basename(model, '.gguf');
+    const hybrid = async (extra) => {
+      const s = await startRill(RILL, ['-m', model, '--port', '0', '-t', '1', '--no-mmap', '--parallel', '2', ...extra]);
+      servers.push(s);
+      return s;
+    };
+    const on = await hybrid([]);
+    const off = await hybrid(['--no-cache-prompt']);
+    const turns = USER_TURNS.slice(0, 3);
+    const replies = await converse(on, turns, 12, id);
+    for (let i = 1; i < replies.length; i++) {
+      const before = replies[i - 1].usage;
+      const cached = replies[i].usage.prompt_tokens_details.cached_tokens;
+      // At least up to the checkpoint before the previous prompt's last token (this random model's
+      // replies do not re-tokenize as generated, so the one at the reply's end is not reached here).
+      assert.ok(cached >= before.prompt_tokens - 1, `turn ${i + 1}: ${cached} cached of the previous turn's ${before.prompt_tokens} + ${before.completion_tokens}`);
+    }
+    const m = await metrics(on);
+    assert.ok(Number(m.rill_recurrent_checkpoints.metrics[0].value) >= 1);
+    assert.ok(Number(m.rill_recurrent_checkpoint_bytes.metrics[0].value) > 0);
+    assert.deepEqual((await converse(off, turns, 12, id)).map((r) => r.text), replies.map((r) => r.text));
+  });
+}
 
 test('a request with cache_prompt false evaluates its whole prompt', async () => {
   const server = await serverWith(['--parallel', '1']);
