@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "arch_case.h"
+#include "gguf_builder.h"
 #include "greedy.h"
 #include "numeric.h"
 #include "quant/fp16.h"
@@ -19,6 +20,7 @@
 #include "runtime/make/quant_mix.h"
 #include "runtime/make/synth.h"
 #include "runtime/session/session.h"
+#include "runtime/base/error.h"
 #include "shared_data.h"
 
 using namespace rill;
@@ -186,4 +188,42 @@ TEST_CASE("Nemotron-H-MoE's 16 greedy tokens equal llama.cpp's, and 1 and 2 thre
     Session two(*c.model, SessionOptions{.n_threads = 2});
     const auto a = copy(one.eval(c.prompt(), true));
     CHECK(bits_differing(a, two.eval(c.prompt(), true)) == 0);
+}
+
+namespace {
+
+// The metadata of a 3-layer Nemotron-H-MoE (Mamba-2, attention, experts) up to its experts' keys:
+// enough for the loader to reach them.
+test::GgufBuilder nemotron_moe_metadata() {
+    test::GgufBuilder b;
+    const std::string a = "nemotron_h_moe.";
+    b.kv_string("general.architecture", "nemotron_h_moe");
+    b.kv_u32(a + "embedding_length", 8).kv_u32(a + "block_count", 3).kv_u32(a + "context_length", 16);
+    b.kv_i32_array(a + "feed_forward_length", {0, 0, 4}).kv_u32(a + "attention.head_count", 2);
+    b.kv_i32_array(a + "attention.head_count_kv", {0, 2, 0});
+    b.kv_u32(a + "ssm.conv_kernel", 4).kv_u32(a + "ssm.inner_size", 8).kv_u32(a + "ssm.state_size", 2);
+    b.kv_u32(a + "ssm.time_step_rank", 2).kv_u32(a + "ssm.group_count", 1);
+    b.kv_u32(a + "expert_count", 4).kv_u32(a + "expert_used_count", 2);
+    return b;
+}
+
+std::string load_error(const test::GgufBuilder& b) {
+    const std::vector<uint8_t> bytes = b.bytes();
+    try {
+        model_from_gguf(GgufFile::parse(bytes, "m.gguf"));
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("Nemotron-H-MoE files with per-layer expert widths or latent projections are refused by name", "[mamba2][moe]") {
+    auto widths = nemotron_moe_metadata();
+    widths.kv_i32_array("nemotron_h_moe.expert_feed_forward_length", {0, 0, 4});
+    CHECK_THAT(load_error(widths), Catch::Contains("'nemotron_h_moe.expert_feed_forward_length' gives each layer its own expert width"));
+    auto latent = nemotron_moe_metadata();
+    latent.kv_u32("nemotron_h_moe.expert_feed_forward_length", 4).kv_u32("nemotron_h_moe.moe_latent_size", 4);
+    CHECK_THAT(load_error(latent), Catch::Contains("'nemotron_h_moe.moe_latent_size' asks for latent expert projections"));
 }
