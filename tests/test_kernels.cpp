@@ -286,12 +286,15 @@ TEST_CASE("interleaving rows and reading one back restores it byte for byte", "[
 // A weight of 563 rows: 70 interleaved groups of eight, then three rows in ggml's layout, which
 // matmul hands to the row kernel; big enough that two threads really split it. Every row must equal
 // exact arithmetic, with one thread or two.
+// Also rows of 1792 (LFM2-8B-A1B's expert width): seven super-blocks, an odd count for kernels that
+// step two at a time.
 TEST_CASE("matmul over an interleaved weight equals exact arithmetic for every row, with any thread count", "[kernels][interleave]") {
-    const size_t cols = 512, rows = 563;
-    REQUIRE(rows * cols >= kMinParallelWork);
+    const size_t rows = 563;
+    for (const size_t cols : {size_t(512), size_t(1792)})
     for (const simd::KernelPath path : integer_paths()) {
+        REQUIRE(rows * cols >= kMinParallelWork);
         for (const TensorType type : {TensorType::Q4_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K, TensorType::MXFP4}) {
-            INFO(simd::kernel_path_name(path) << " " << traits(type).name);
+            INFO(simd::kernel_path_name(path) << " " << traits(type).name << " " << cols << " columns");
             const test::RandomWeight random(type, rows, cols, 50);
             const std::vector<float>& dequantized = random.values;
             const Weight& weight = random.weight;
