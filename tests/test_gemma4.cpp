@@ -20,6 +20,7 @@
 #include "runtime/make/synth.h"
 #include "runtime/session/session.h"
 #include "shared_data.h"
+#include "temp_file.h"
 
 using namespace rill;
 
@@ -129,7 +130,7 @@ TEST_CASE("gemma4's KV-shared layers read their donor's cache and store nothing"
 TEST_CASE("gemma4 without K and V tensors on its KV-shared layers gives the same logits", "[gemma4]") {
     Gemma4Case c = open_case("gemma4-A");
     const GgufFile& src = c.model->file;
-    const std::string path = (std::filesystem::temp_directory_path() / "rill-gemma4-no-shared-kv.gguf").string();
+    const std::string path = test::temp_file("gemma4-no-shared-kv.gguf");
     const auto dropped = [](const std::string& name) {
         for (const char* layer : {"blk.3.", "blk.4.", "blk.5."})
             for (const char* t : {"attn_k.weight", "attn_v.weight", "attn_k_norm.weight"})
@@ -187,7 +188,7 @@ TEST_CASE("gemma4's saved state continues in another session exactly as without 
 TEST_CASE("a preset's per-layer hyperparameters are what the loader reads from its synthesized file", "[gemma4][synth]") {
     for (const char* name : {"tiny-gemma4", "tiny-gemma4-moe", "tiny-lfm2", "tiny-lfm2moe", "tiny-nemotron-h", "tiny-nemotron-h-moe", "tiny-granite-h"}) {
         INFO(name);
-        const std::string path = (std::filesystem::temp_directory_path() / (std::string("rill-") + name + ".gguf")).string();
+        const std::string path = test::temp_file(std::string(name) + ".gguf");
         SynthOptions o{.preset = *find_preset(name), .recipe = *find_recipe("F32"), .n_threads = 1};
         synthesize_model(path, o);
         const auto model = load_model(path);

@@ -16,6 +16,7 @@
 #include "runtime/format/gguf_writer.h"
 #include "runtime/session/session.h"
 #include "shared_data.h"
+#include "temp_file.h"
 
 using namespace rill;
 
@@ -242,7 +243,7 @@ TEST_CASE("a hybrid's state cut short or with a checkpoint past its position is 
 TEST_CASE("a hybrid file with an MTP block loads and runs its main layers only", "[hybrid]") {
     HybridCase c = open_case("qwen35-A");
     const GgufFile& src = c.model->file;
-    const std::string path = (std::filesystem::temp_directory_path() / "rill-qwen35-mtp.gguf").string();
+    const std::string path = test::temp_file("qwen35-mtp.gguf");
     {
         GgufWriter w(path);
         for (const auto& [key, value] : src.metadata())

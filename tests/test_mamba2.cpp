@@ -22,6 +22,7 @@
 #include "runtime/session/session.h"
 #include "runtime/base/error.h"
 #include "shared_data.h"
+#include "temp_file.h"
 
 using namespace rill;
 
@@ -35,7 +36,7 @@ struct NemotronCase {
 
 // The file is made once per test run (a few milliseconds) and read back as any file is.
 NemotronCase make_case(const std::string& preset) {
-    const std::string path = (std::filesystem::temp_directory_path() / ("rill-test-" + preset + ".gguf")).string();
+    const std::string path = test::temp_file(preset + ".gguf");
     synthesize_model(path, SynthOptions{.preset = *find_preset(preset), .recipe = *find_recipe("F32"), .seed = 1, .n_threads = 1});
     NemotronCase made{nlohmann::json::parse(test::read_text(std::string(RILL_TEST_DATA_DIR) + "/" + preset + ".llamacpp.json")),
                       load_model(path)};
