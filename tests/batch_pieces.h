@@ -1,7 +1,7 @@
 // What the serving tests share: logits compared bit for bit, and a prompt read in pieces beside
 // another stream that decodes greedily, as the server's scheduler reads it.
 #pragma once
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 #include <algorithm>
 #include <cstring>

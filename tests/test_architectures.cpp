@@ -1,6 +1,6 @@
 // The families beyond llama and qwen2 against ../shared/arch: small models written by llama.cpp's own
 // gguf-py, with a float64 forward pass written from llama.cpp's graph (ref_*) and llama.cpp's outputs.
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 #include <cmath>
 #include <cstring>

@@ -1,8 +1,7 @@
 // The public API as a user sees it: only include/rill.h and include/rill.hpp, linked against
 // librill.so, run on stories260K (a real 260K-parameter llama: SentencePiece, 512 tokens, n_embd 64,
 // training context 2048, no chat template).
-#define CATCH_CONFIG_MAIN
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 #include <algorithm>
 #include <cmath>
@@ -332,11 +331,11 @@ TEST_CASE("an invalid grammar or schema gives RILL_ERR_INVALID_ARGUMENT naming w
     rill_generate_params params = greedy(8);
     params.grammar = "root ::= undefined-rule";
     CHECK(generate(session.get(), kPrompt, params).status == RILL_ERR_INVALID_ARGUMENT);
-    CHECK_THAT(std::string(rill_session_error(session.get())), Catch::Contains("'undefined-rule' is used but never defined"));
+    CHECK_THAT(std::string(rill_session_error(session.get())), rill::test::contains("'undefined-rule' is used but never defined"));
     params.grammar = nullptr;
     params.json_schema = R"({"type": "array", "uniqueItems": true})";
     CHECK(generate(session.get(), kPrompt, params).status == RILL_ERR_INVALID_ARGUMENT);
-    CHECK_THAT(std::string(rill_session_error(session.get())), Catch::Contains("'uniqueItems' is not supported"));
+    CHECK_THAT(std::string(rill_session_error(session.get())), rill::test::contains("'uniqueItems' is not supported"));
     params.grammar = "root ::= \"a\"";
     CHECK(generate(session.get(), kPrompt, params).status == RILL_ERR_INVALID_ARGUMENT);
 }
@@ -709,7 +708,7 @@ TEST_CASE("a quantized KV type on a model whose head size is not a multiple of 3
         char error[256] = "";
         CHECK(rill_session_create(model.get(), &p, &s, error, sizeof error) == RILL_ERR_INVALID_ARGUMENT);
         CHECK(s == nullptr);
-        CHECK_THAT(error, Catch::Contains(values_only ? "q4_0" : "q8_0") && Catch::Contains("head size is 8"));
+        CHECK_THAT(error, rill::test::contains(values_only ? "q4_0" : "q8_0") && rill::test::contains("head size is 8"));
     }
 }
 
@@ -723,7 +722,7 @@ TEST_CASE("an unknown kv_type or kv_type_v gives RILL_ERR_INVALID_ARGUMENT namin
         char error[256] = "";
         CHECK(rill_session_create(model.get(), &p, &s, error, sizeof error) == RILL_ERR_INVALID_ARGUMENT);
         CHECK(s == nullptr);
-        CHECK_THAT(error, Catch::Contains(value_field ? "kv_type_v" : "kv_type is not a rill_kv_type"));
+        CHECK_THAT(error, rill::test::contains(value_field ? "kv_type_v" : "kv_type is not a rill_kv_type"));
     }
 }
 
@@ -737,7 +736,7 @@ TEST_CASE("a state saved with Q8_0 keys and F16 values does not restore into an 
     REQUIRE(rill_session_eval(source.get(), tokens, 3) == RILL_OK);
     const std::vector<uint8_t> state = source.save();
     CHECK(rill_session_restore(target.get(), state.data(), state.size()) == RILL_ERR_STATE);
-    CHECK_THAT(rill_session_error(target.get()), Catch::Contains("q8_0 K / f16 V"));
+    CHECK_THAT(rill_session_error(target.get()), rill::test::contains("q8_0 K / f16 V"));
 }
 
 TEST_CASE("a state saved with F32 keys and values does not restore into an F16 session", "[c_api]") {

@@ -1,5 +1,5 @@
 // Tensor types: block geometry, half-float conversion, and dequantization bit-exact with ggml.
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 #include <nlohmann/json.hpp>
 

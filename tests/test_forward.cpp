@@ -1,6 +1,6 @@
 // The forward pass against references no one here wrote: llama2.c's stories260K run and the
 // float64 reference on the golden synthetic models.
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 #include <cmath>
 #include <memory>
@@ -126,10 +126,10 @@ TEST_CASE("evaluating past the context is an error that leaves the session usabl
     const auto model = load_model(stories_path());
     Session session(*model, SessionOptions{.n_ctx = 4, .n_threads = 1});
     const std::vector<int32_t> five = {1, 2, 3, 4, 5};
-    CHECK_THROWS_WITH(session.eval(five), Catch::Contains("context overflow"));
+    CHECK_THROWS_WITH(session.eval(five), rill::test::contains("context overflow"));
     CHECK(session.position() == 0);
     const std::vector<int32_t> bad = {1, 512};
-    CHECK_THROWS_WITH(session.eval(bad), Catch::Contains("token id 512 is outside the vocabulary"));
+    CHECK_THROWS_WITH(session.eval(bad), rill::test::contains("token id 512 is outside the vocabulary"));
     const std::vector<int32_t> four = {1, 2, 3, 4};
     CHECK(session.eval(four).size() == 512);
     CHECK(session.position() == 4);

@@ -1,7 +1,7 @@
 // The AMX bf16 tile GEMM (simd/gemm_amx.h) on its own: exact packing, bfloat16-rounding accuracy, and
 // sums that do not depend on how rows and tokens are cut into calls. Where the CPU or OS has no AMX
 // tiles, the cases that run the tiles are skipped with a line; the packing cases run everywhere.
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 #include <algorithm>
 #include <cmath>

@@ -4,7 +4,7 @@
 // 2e-5 on these log-probs and every simulated bug at ≥ 0.65 (GELU with erf: 0.004), so an exact
 // float32 pass must land within 1e-4 of the reference; llama.cpp's FP16 GELU table puts it 4e-3 to
 // 9e-3 away.
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 #include <cmath>
 #include <filesystem>

@@ -1,5 +1,5 @@
 // The GGUF reader: what it accepts, and the clear error it gives for each kind of broken file.
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 #include "gguf_builder.h"
 #include "runtime/base/error.h"
@@ -68,8 +68,8 @@ TEST_CASE("a GGUF file's metadata values of every type are read back", "[gguf]")
     CHECK(g.get_float_array("a.floats") == std::vector<float>{1, 2, 3});
     CHECK(g.get_int_array("a.ints") == std::vector<int64_t>{-1, 5});
     CHECK_FALSE(g.get_uint("absent").has_value());
-    CHECK_THROWS_WITH(g.get_string("a.u32"), Catch::Contains("'a.u32' should be a string but is u32"));
-    CHECK_THROWS_WITH(g.get_uint("a.i32"), Catch::Contains("negative"));
+    CHECK_THROWS_WITH(g.get_string("a.u32"), rill::test::contains("'a.u32' should be a string but is u32"));
+    CHECK_THROWS_WITH(g.get_uint("a.i32"), rill::test::contains("negative"));
 }
 
 TEST_CASE("tensors are views into the file's bytes at the aligned data section", "[gguf]") {
@@ -113,86 +113,86 @@ TEST_CASE("a file cut short anywhere is an error naming the truncation, never a 
         INFO("cut at " << cut);
         const std::vector<uint8_t> part(full.begin(), full.begin() + long(cut));
         const std::string error = parse_error(part);
-        CHECK_THAT(error, Catch::Contains("truncated") || Catch::Contains("past the end") || Catch::Contains("exceeds") ||
-                              Catch::Contains("cannot fit"));
-        CHECK_THAT(error, Catch::StartsWith("test.gguf: "));
+        CHECK_THAT(error, rill::test::contains("truncated") || rill::test::contains("past the end") || rill::test::contains("exceeds") ||
+                              rill::test::contains("cannot fit"));
+        CHECK_THAT(error, rill::test::starts_with("test.gguf: "));
     }
 }
 
 TEST_CASE("wrong magic bytes are reported as not a GGUF file", "[gguf][corrupt]") {
     auto bytes = one_tensor().bytes;
     bytes[0] = 'X';
-    CHECK_THAT(parse_error(bytes), Catch::Contains("not a GGUF file"));
+    CHECK_THAT(parse_error(bytes), rill::test::contains("not a GGUF file"));
 }
 
 TEST_CASE("an unsupported GGUF version is reported with the versions rill reads", "[gguf][corrupt]") {
     auto bytes = one_tensor().bytes;
     patch<uint32_t>(bytes, 4, 99);
-    CHECK_THAT(parse_error(bytes), Catch::Contains("unsupported GGUF version 99"));
+    CHECK_THAT(parse_error(bytes), rill::test::contains("unsupported GGUF version 99"));
     patch<uint32_t>(bytes, 4, 1);
-    CHECK_THAT(parse_error(bytes), Catch::Contains("unsupported GGUF version 1"));
+    CHECK_THAT(parse_error(bytes), rill::test::contains("unsupported GGUF version 1"));
 }
 
 TEST_CASE("a tensor offset past the end of the file is reported with the tensor's name", "[gguf][corrupt]") {
     auto t = one_tensor();
     patch<uint64_t>(t.bytes, t.offset_at, 1u << 20);
-    CHECK_THAT(parse_error(t.bytes), Catch::Contains("tensor 'w'") && Catch::Contains("past the end of the file"));
+    CHECK_THAT(parse_error(t.bytes), rill::test::contains("tensor 'w'") && rill::test::contains("past the end of the file"));
     patch<uint64_t>(t.bytes, t.offset_at, ~uint64_t(0) - 31);  // offset + size would wrap around
-    CHECK_THAT(parse_error(t.bytes), Catch::Contains("tensor 'w'"));
+    CHECK_THAT(parse_error(t.bytes), rill::test::contains("tensor 'w'"));
 }
 
 TEST_CASE("a misaligned tensor offset is reported", "[gguf][corrupt]") {
     auto t = one_tensor();
     patch<uint64_t>(t.bytes, t.offset_at, 4);
-    CHECK_THAT(parse_error(t.bytes), Catch::Contains("not a multiple of the alignment"));
+    CHECK_THAT(parse_error(t.bytes), rill::test::contains("not a multiple of the alignment"));
 }
 
 TEST_CASE("dimensions whose product overflows are reported, not wrapped", "[gguf][corrupt]") {
     GgufBuilder b;
     b.tensor("big", {1ull << 32, 1ull << 32}, 0, {});
-    CHECK_THAT(parse_error(b.bytes()), Catch::Contains("tensor 'big'") && Catch::Contains("more elements than fit"));
+    CHECK_THAT(parse_error(b.bytes()), rill::test::contains("tensor 'big'") && rill::test::contains("more elements than fit"));
     GgufBuilder c;  // fits in 63 bits as elements but not as bytes of F32
     c.tensor("wide", {1ull << 31, 1ull << 31}, 0, {});
-    CHECK_THAT(parse_error(c.bytes()), Catch::Contains("tensor 'wide'"));
+    CHECK_THAT(parse_error(c.bytes()), rill::test::contains("tensor 'wide'"));
 }
 
 TEST_CASE("zero or more than four dimensions are reported", "[gguf][corrupt]") {
     GgufBuilder b;
     b.tensor("z", {4, 0}, 0, {});
-    CHECK_THAT(parse_error(b.bytes()), Catch::Contains("dimension 1 is zero"));
+    CHECK_THAT(parse_error(b.bytes()), rill::test::contains("dimension 1 is zero"));
     auto t = one_tensor();
     patch<uint32_t>(t.bytes, t.dims_at - 4, 5);
-    CHECK_THAT(parse_error(t.bytes), Catch::Contains("5 dimensions"));
+    CHECK_THAT(parse_error(t.bytes), rill::test::contains("5 dimensions"));
 }
 
 TEST_CASE("an unknown tensor type id is reported with the id", "[gguf][corrupt]") {
     auto t = one_tensor();
     patch<uint32_t>(t.bytes, t.type_at, 1234);
-    CHECK_THAT(parse_error(t.bytes), Catch::Contains("unknown tensor type id 1234"));
+    CHECK_THAT(parse_error(t.bytes), rill::test::contains("unknown tensor type id 1234"));
 }
 
 TEST_CASE("a ggml type rill cannot read is reported by name", "[gguf][corrupt]") {
     auto t = one_tensor();
     patch<uint32_t>(t.bytes, t.type_at, 16);  // IQ2_XXS
-    CHECK_THAT(parse_error(t.bytes), Catch::Contains("IQ2_XXS is not supported"));
+    CHECK_THAT(parse_error(t.bytes), rill::test::contains("IQ2_XXS is not supported"));
 }
 
 TEST_CASE("a row length that is not a whole number of blocks is reported", "[gguf][corrupt]") {
     GgufBuilder b;
     b.tensor("q", {33}, 2, std::vector<uint8_t>(40));  // Q4_0 blocks hold 32
-    CHECK_THAT(parse_error(b.bytes()), Catch::Contains("not a multiple of the Q4_0 block size 32"));
+    CHECK_THAT(parse_error(b.bytes()), rill::test::contains("not a multiple of the Q4_0 block size 32"));
 }
 
 TEST_CASE("a duplicated tensor name is reported", "[gguf][corrupt]") {
     GgufBuilder b;
     b.f32_tensor("twice", {8}).f32_tensor("twice", {8});
-    CHECK_THAT(parse_error(b.bytes()), Catch::Contains("tensor 'twice': name appears twice"));
+    CHECK_THAT(parse_error(b.bytes()), rill::test::contains("tensor 'twice': name appears twice"));
 }
 
 TEST_CASE("a duplicated metadata key is reported", "[gguf][corrupt]") {
     GgufBuilder b;
     b.kv_u32("k", 1).kv_u32("k", 2);
-    CHECK_THAT(parse_error(b.bytes()), Catch::Contains("metadata 'k': key appears twice"));
+    CHECK_THAT(parse_error(b.bytes()), rill::test::contains("metadata 'k': key appears twice"));
 }
 
 TEST_CASE("a string length of 2^63 is reported without allocating it", "[gguf][corrupt]") {
@@ -200,23 +200,23 @@ TEST_CASE("a string length of 2^63 is reported without allocating it", "[gguf][c
     b.kv_string("general.name", "x");
     auto bytes = b.bytes();
     patch<uint64_t>(bytes, 24 + 8 + 12 + 4, uint64_t(1) << 63);  // the value's length field
-    CHECK_THAT(parse_error(bytes), Catch::Contains("string length 9223372036854775808 exceeds"));
+    CHECK_THAT(parse_error(bytes), rill::test::contains("string length 9223372036854775808 exceeds"));
     patch<uint64_t>(bytes, 24, uint64_t(1) << 63);  // the key's length field
-    CHECK_THAT(parse_error(bytes), Catch::Contains("string length 9223372036854775808 exceeds"));
+    CHECK_THAT(parse_error(bytes), rill::test::contains("string length 9223372036854775808 exceeds"));
 }
 
 TEST_CASE("huge counts of tensors, keys or array elements are reported before allocating", "[gguf][corrupt]") {
     auto bytes = one_tensor().bytes;
     patch<uint64_t>(bytes, 8, uint64_t(1) << 60);
-    CHECK_THAT(parse_error(bytes), Catch::Contains("tensor count 1152921504606846976 cannot fit"));
+    CHECK_THAT(parse_error(bytes), rill::test::contains("tensor count 1152921504606846976 cannot fit"));
     bytes = one_tensor().bytes;
     patch<uint64_t>(bytes, 16, ~uint64_t(0));
-    CHECK_THAT(parse_error(bytes), Catch::Contains("metadata count"));
+    CHECK_THAT(parse_error(bytes), rill::test::contains("metadata count"));
     GgufBuilder b;
     b.kv_i32_array("arr", {1, 2});
     bytes = b.bytes();
     patch<uint64_t>(bytes, 24 + 8 + 3 + 4 + 4, uint64_t(1) << 62);
-    CHECK_THAT(parse_error(bytes), Catch::Contains("metadata 'arr': array of 4611686018427387904 elements cannot fit"));
+    CHECK_THAT(parse_error(bytes), rill::test::contains("metadata 'arr': array of 4611686018427387904 elements cannot fit"));
 }
 
 TEST_CASE("unknown metadata value types and bad bools are reported", "[gguf][corrupt]") {
@@ -224,23 +224,23 @@ TEST_CASE("unknown metadata value types and bad bools are reported", "[gguf][cor
     b.kv_u32("k", 1);
     auto bytes = b.bytes();
     patch<uint32_t>(bytes, 24 + 8 + 1, 77);
-    CHECK_THAT(parse_error(bytes), Catch::Contains("metadata 'k': unknown value type 77"));
+    CHECK_THAT(parse_error(bytes), rill::test::contains("metadata 'k': unknown value type 77"));
     GgufBuilder c;
     c.kv_bool("flag", true);
     bytes = c.bytes();
     bytes[24 + 8 + 4 + 4] = 7;
-    CHECK_THAT(parse_error(bytes), Catch::Contains("neither 0 nor 1"));
+    CHECK_THAT(parse_error(bytes), rill::test::contains("neither 0 nor 1"));
 }
 
 TEST_CASE("general.alignment must be a power of two", "[gguf][corrupt]") {
     GgufBuilder b;
     b.kv_u32("general.alignment", 24);
-    CHECK_THAT(parse_error(b.bytes()), Catch::Contains("not a power of two"));
+    CHECK_THAT(parse_error(b.bytes()), rill::test::contains("not a power of two"));
 }
 
 TEST_CASE("a missing or unreadable file is an error naming it", "[gguf]") {
-    CHECK_THROWS_WITH(GgufFile::open("/nonexistent/model.gguf"), Catch::Contains("/nonexistent/model.gguf: cannot open"));
-    CHECK_THROWS_WITH(GgufFile::open("/tmp"), Catch::Contains("not a regular file"));
+    CHECK_THROWS_WITH(GgufFile::open("/nonexistent/model.gguf"), rill::test::contains("/nonexistent/model.gguf: cannot open"));
+    CHECK_THROWS_WITH(GgufFile::open("/tmp"), rill::test::contains("not a regular file"));
 }
 
 TEST_CASE("reading into anonymous memory gives the same tensors as memory-mapping", "[gguf]") {

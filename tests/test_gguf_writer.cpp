@@ -1,5 +1,5 @@
 // The GGUF writer: what it writes reads back identically, and a failed or abandoned write leaves nothing.
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 #include <sys/resource.h>
 
@@ -114,7 +114,7 @@ TEST_CASE("finishing with a tensor incomplete is an error and leaves no file", "
         GgufWriter w(path);
         w.add_tensor("f", TensorType::F32, {8});
         w.begin_data();
-        CHECK_THROWS_WITH(w.finish(), Catch::Contains("tensor 'f' is incomplete"));
+        CHECK_THROWS_WITH(w.finish(), rill::test::contains("tensor 'f' is incomplete"));
     }
     CHECK_FALSE(leftovers(path));
 }
@@ -141,7 +141,7 @@ TEST_CASE("a full disk is a clear error and leaves no file", "[gguf_writer]") {
     }
     setrlimit(RLIMIT_FSIZE, &old);
     std::signal(SIGXFSZ, old_handler);
-    CHECK_THAT(error, Catch::Contains("write failed (is the disk full?)"));
+    CHECK_THAT(error, rill::test::contains("write failed (is the disk full?)"));
     CHECK_FALSE(leftovers(path));
 }
 
@@ -149,10 +149,10 @@ TEST_CASE("declaring a tensor twice or out of order is refused", "[gguf_writer]"
     const std::string path = temp_path("misuse.gguf");
     GgufWriter w(path);
     w.add_tensor("t", TensorType::F32, {8});
-    CHECK_THROWS_WITH(w.add_tensor("t", TensorType::F32, {8}), Catch::Contains("declared twice"));
-    CHECK_THROWS_WITH(w.add_tensor("q", TensorType::Q4_0, {8}), Catch::Contains("not a multiple"));
+    CHECK_THROWS_WITH(w.add_tensor("t", TensorType::F32, {8}), rill::test::contains("declared twice"));
+    CHECK_THROWS_WITH(w.add_tensor("q", TensorType::Q4_0, {8}), rill::test::contains("not a multiple"));
     w.set_u32("k", 1);
-    CHECK_THROWS_WITH(w.set_u32("k", 2), Catch::Contains("set twice"));
+    CHECK_THROWS_WITH(w.set_u32("k", 2), rill::test::contains("set twice"));
     w.begin_data();
-    CHECK_THROWS_WITH(w.set_u32("late", 1), Catch::Contains("after tensor data began"));
+    CHECK_THROWS_WITH(w.set_u32("late", 1), rill::test::contains("after tensor data began"));
 }

@@ -1,7 +1,7 @@
 // Constrained decoding: GBNF parses as llama.cpp reads it, the matcher follows text byte by byte,
 // token masks allow exactly the tokens that can come next, and JSON Schema becomes a grammar whose
 // sentences validate.
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 #include <memory>
 #include <string>
@@ -130,25 +130,25 @@ TEST_CASE("a rejected byte leaves the matcher where it was", "[grammar]") {
 TEST_CASE("parse errors name the line and what is wrong", "[grammar]") {
     CHECK(parse_error("root ::= foo") == "grammar: the rule 'foo' is used but never defined");
     CHECK(parse_error("other ::= \"a\"") == "grammar line 1: the grammar has no rule named 'root'");
-    CHECK_THAT(parse_error("root ::= \"a\"\nroot ::= \"b\""), Catch::Contains("line 2") && Catch::Contains("defined twice"));
-    CHECK_THAT(parse_error("root ::= \"abc"), Catch::Contains("line 1"));
-    CHECK_THAT(parse_error("root ::= [a-"), Catch::Contains("line 1"));
-    CHECK_THAT(parse_error("root ::= \"\\q\""), Catch::Contains("unknown escape"));
-    CHECK_THAT(parse_error("root ::= \"a\"{5000}"), Catch::Contains("1000"));
-    CHECK_THAT(parse_error(""), Catch::Contains("empty"));
+    CHECK_THAT(parse_error("root ::= \"a\"\nroot ::= \"b\""), rill::test::contains("line 2") && rill::test::contains("defined twice"));
+    CHECK_THAT(parse_error("root ::= \"abc"), rill::test::contains("line 1"));
+    CHECK_THAT(parse_error("root ::= [a-"), rill::test::contains("line 1"));
+    CHECK_THAT(parse_error("root ::= \"\\q\""), rill::test::contains("unknown escape"));
+    CHECK_THAT(parse_error("root ::= \"a\"{5000}"), rill::test::contains("1000"));
+    CHECK_THAT(parse_error(""), rill::test::contains("empty"));
 }
 
 TEST_CASE("left recursion is refused, also through a rule that can be empty", "[grammar]") {
-    CHECK_THAT(parse_error("root ::= root \"a\" | \"a\""), Catch::Contains("left-recursive"));
-    CHECK_THAT(parse_error("root ::= e root \"a\" | \"b\"\ne ::= \"x\"?"), Catch::Contains("left-recursive"));
+    CHECK_THAT(parse_error("root ::= root \"a\" | \"a\""), rill::test::contains("left-recursive"));
+    CHECK_THAT(parse_error("root ::= e root \"a\" | \"b\"\ne ::= \"x\"?"), rill::test::contains("left-recursive"));
     CHECK(parse_error("root ::= \"a\" root | \"a\"").empty());  // right recursion is fine
 }
 
 TEST_CASE("deeply nested and huge grammars are refused, not crashed on", "[grammar]") {
-    CHECK_THAT(parse_error("root ::= " + std::string(10000, '(') + "\"a\"" + std::string(10000, ')')), Catch::Contains("nest"));
+    CHECK_THAT(parse_error("root ::= " + std::string(10000, '(') + "\"a\"" + std::string(10000, ')')), rill::test::contains("nest"));
     std::string many = "root ::= ";
     for (int i = 0; i < 300000; ++i) many += "\"abcd\" ";
-    CHECK_THAT(parse_error(many), Catch::Contains("elements"));
+    CHECK_THAT(parse_error(many), rill::test::contains("elements"));
 }
 
 TEST_CASE("a token mask allows exactly the tokens whose whole text can come next", "[grammar]") {
@@ -270,18 +270,18 @@ TEST_CASE("a string pattern is a regular expression over the decoded text", "[gr
 
 TEST_CASE("regular expressions a grammar cannot express are refused by name", "[grammar][schema]") {
     for (const char* p : {"(?=a)", "(a)\\1", "\\bword", "\\p{L}"}) CHECK_THROWS_AS(regex_to_gbnf(p), Error);
-    CHECK_THAT(schema_error({{"type", "string"}, {"pattern", "(?!x)"}}), Catch::Contains("'pattern'") && Catch::Contains("lookahead"));
+    CHECK_THAT(schema_error({{"type", "string"}, {"pattern", "(?!x)"}}), rill::test::contains("'pattern'") && rill::test::contains("lookahead"));
 }
 
 TEST_CASE("schema keywords a grammar cannot enforce are refused, naming the keyword and where", "[grammar][schema]") {
     CHECK(schema_error(json::parse(R"({"type": "object", "properties": {"xs": {"type": "array", "uniqueItems": true}}})")) ==
           "json_schema: 'uniqueItems' is not supported (at /properties/xs)");
-    CHECK_THAT(schema_error(json::parse(R"({"not": {"type": "string"}})")), Catch::Contains("'not'"));
-    CHECK_THAT(schema_error(json::parse(R"({"type": "integer", "multipleOf": 3})")), Catch::Contains("'multipleOf'"));
-    CHECK_THAT(schema_error(json::parse(R"({"type": "teapot"})")), Catch::Contains("teapot"));
-    CHECK_THAT(schema_error(json::parse(R"({"$ref": "https://example.com/x.json"})")), Catch::Contains("$ref"));
-    CHECK_THAT(schema_error(json::parse(R"({"$ref": "#/nowhere"})")), Catch::Contains("#/nowhere"));
-    CHECK_THAT(schema_error(json::parse(R"({"anyOf": [{"$ref": "#"}, {"type": "null"}]})")), Catch::Contains("a '$ref' leads back"));
+    CHECK_THAT(schema_error(json::parse(R"({"not": {"type": "string"}})")), rill::test::contains("'not'"));
+    CHECK_THAT(schema_error(json::parse(R"({"type": "integer", "multipleOf": 3})")), rill::test::contains("'multipleOf'"));
+    CHECK_THAT(schema_error(json::parse(R"({"type": "teapot"})")), rill::test::contains("teapot"));
+    CHECK_THAT(schema_error(json::parse(R"({"$ref": "https://example.com/x.json"})")), rill::test::contains("$ref"));
+    CHECK_THAT(schema_error(json::parse(R"({"$ref": "#/nowhere"})")), rill::test::contains("#/nowhere"));
+    CHECK_THAT(schema_error(json::parse(R"({"anyOf": [{"$ref": "#"}, {"type": "null"}]})")), rill::test::contains("a '$ref' leads back"));
 }
 
 TEST_CASE("annotations are ignored and an empty schema is any JSON value", "[grammar][schema]") {

@@ -1,6 +1,6 @@
 // Models whose layers carry a recurrent state beside the KV cache (Qwen3.5's Gated DeltaNet), against
 // ../shared/arch/qwen35-A and qwen35moe-A: llama.cpp's gguf-py files with a float64 reference pass.
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 #include <cmath>
 #include <cstring>
@@ -227,7 +227,7 @@ TEST_CASE("a hybrid's state cut short or with a checkpoint past its position is 
     session.eval(c.prompt());
     std::vector<uint8_t> saved = session.save_state();
     Session other(*c.model, exact_options());
-    CHECK_THROWS_WITH(other.load_state(std::span(saved).first(saved.size() - 100)), Catch::Contains("session state"));
+    CHECK_THROWS_WITH(other.load_state(std::span(saved).first(saved.size() - 100)), rill::test::contains("session state"));
     // No checkpoint was taken: the position field after the state reads -1; make it past the end.
     const size_t logits = size_t(c.model->hp.n_vocab) * 4, at = saved.size() - logits - 4;
     int32_t pos = 0;
@@ -235,7 +235,7 @@ TEST_CASE("a hybrid's state cut short or with a checkpoint past its position is 
     REQUIRE(pos == -1);
     pos = 1000;
     std::memcpy(saved.data() + at, &pos, 4);
-    CHECK_THROWS_WITH(other.load_state(saved), Catch::Contains("recurrent checkpoint at position 1000"));
+    CHECK_THROWS_WITH(other.load_state(saved), rill::test::contains("recurrent checkpoint at position 1000"));
 }
 
 // Qwen3.5 files may end with MTP (next-token prediction) blocks, counted in block_count and named by

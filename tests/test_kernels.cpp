@@ -1,7 +1,7 @@
 // The fused GEMV kernels of every instruction-set path this CPU runs, against exact arithmetic on
 // the same inputs: the weights dequantized by the scalar reference and the activations as the
 // kernel prepared them.
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 #include <cmath>
 #include <cstring>

@@ -1,7 +1,7 @@
 // The KV cache in each of its types (f32, f16, bf16, q8_0, q4_0; keys and values chosen separately):
 // names and refusals, what a row costs and holds, that every decode invariant still holds bit for bit,
 // saved states, and how far each type moves the log-probs from an F16 cache.
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 #include <cstring>
 #include <memory>
@@ -50,8 +50,8 @@ TEST_CASE("a KV type is named f32, f16, bf16, q8_0 or q4_0, in either case", "[k
 
 TEST_CASE("an unknown KV type name is an error that lists the five choices", "[kv]") {
     for (const char* bad : {"q4_1", "int8", "", "f16 "})
-        CHECK_THROWS_WITH(parse_kv_type(bad), Catch::Contains("unknown KV cache type '" + std::string(bad) + "'") &&
-                                                   Catch::Contains("f32, f16, bf16, q8_0 or q4_0"));
+        CHECK_THROWS_WITH(parse_kv_type(bad), rill::test::contains("unknown KV cache type '" + std::string(bad) + "'") &&
+                                                   rill::test::contains("f32, f16, bf16, q8_0 or q4_0"));
 }
 
 TEST_CASE("a quantized KV type on a model whose head size is not a multiple of 32 is refused, naming the head size and the type", "[kv]") {
@@ -61,8 +61,8 @@ TEST_CASE("a quantized KV type on a model whose head size is not a multiple of 3
         INFO(kv_types_label(types));
         const std::string quantized(kv_type_name(types.k == KvType::F16 || types.k == KvType::F32 ? types.v : types.k));
         CHECK_THROWS_WITH(Session(*stories, SessionOptions{.n_ctx = 16, .n_threads = 1, .kv_types = types}),
-                          Catch::Contains("KV cache type " + quantized) && Catch::Contains("head size is 8") &&
-                              Catch::Contains("multiple of 32"));
+                          rill::test::contains("KV cache type " + quantized) && rill::test::contains("head size is 8") &&
+                              rill::test::contains("multiple of 32"));
     }
     for (const KvType t : {KvType::F32, KvType::F16, KvType::BF16})
         CHECK_NOTHROW(Session(*stories, SessionOptions{.n_ctx = 16, .n_threads = 1, .kv_types = t}));
@@ -157,7 +157,7 @@ TEST_CASE("sessions with different KV types cannot share a batch", "[kv][serving
     Session b(*model, SessionOptions{.n_ctx = 32, .n_threads = 1, .kv_types = {KvType::Q8_0, KvType::F16}});
     Session* both[] = {&a, &b};
     const int32_t tokens[] = {1, 1};
-    CHECK_THROWS_WITH(Session::eval_together(both, tokens), Catch::Contains("different KV cache types"));
+    CHECK_THROWS_WITH(Session::eval_together(both, tokens), rill::test::contains("different KV cache types"));
 }
 
 TEST_CASE("a state saved with quantized keys and values restores into a session of the same types with the same logits", "[kv][serving]") {
@@ -182,7 +182,7 @@ TEST_CASE("a state saved with other KV types is refused, naming both", "[kv][ser
     source.eval(prompt);
     const std::vector<uint8_t> state = source.save_state();
     Session target(*model, SessionOptions{.n_ctx = 32, .n_threads = 1, .kv_types = KvType::Q8_0});
-    CHECK_THROWS_WITH(target.load_state(state), Catch::Contains("q8_0 K / f16 V") && Catch::Contains("this session's is q8_0"));
+    CHECK_THROWS_WITH(target.load_state(state), rill::test::contains("q8_0 K / f16 V") && rill::test::contains("this session's is q8_0"));
     CHECK(target.position() == 0);
 }
 

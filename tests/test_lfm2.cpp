@@ -3,7 +3,7 @@
 // 2.7e-5 from the reference and llama.cpp 1.1e-5 to 1.2e-5 (ggml rounds nothing else here), every
 // broken feature at >= 0.43 but the conv state zeroed halfway (0.76) and eps (3e-4): 1e-4 is the
 // bound for an exact float32 pass.
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 #include <cmath>
 #include <memory>

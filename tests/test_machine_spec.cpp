@@ -2,7 +2,7 @@
 // if it had been measured, with the shares of each figure rill reaches (machine_spec.h).
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
+#include "catch.h"
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -44,16 +44,16 @@ TEST_CASE("a spec's prompt rate follows the precision auto would use for each ty
 TEST_CASE("a spec with a missing or impossible figure is refused naming it", "[plan][spec]") {
     nlohmann::json j = laptop();
     j.erase("read_gbps");
-    CHECK_THROWS_WITH(profile_from_spec(j), Catch::Contains("\"read_gbps\""));
+    CHECK_THROWS_WITH(profile_from_spec(j), rill::test::contains("\"read_gbps\""));
     j = laptop();
     j["cores"] = 0;
-    CHECK_THROWS_WITH(profile_from_spec(j), Catch::Contains("\"cores\""));
+    CHECK_THROWS_WITH(profile_from_spec(j), rill::test::contains("\"cores\""));
     j = laptop();
     j["peak_gflops"]["f32"] = "fast";
-    CHECK_THROWS_WITH(profile_from_spec(j), Catch::Contains("\"f32\""));
+    CHECK_THROWS_WITH(profile_from_spec(j), rill::test::contains("\"f32\""));
     j = laptop();
     j["kernels"] = "neon9";
-    CHECK_THROWS_WITH(profile_from_spec(j), Catch::Contains("\"kernels\""));
+    CHECK_THROWS_WITH(profile_from_spec(j), rill::test::contains("\"kernels\""));
     CHECK_THROWS_AS(profile_from_spec(nlohmann::json::array()), Error);
 }
 
@@ -68,7 +68,7 @@ TEST_CASE("a machine file is read as a measured profile when it is one, as a spe
     CHECK(measured.read_bandwidth(8) == 70);
     CHECK(measured.gemm_gflops(TensorType::Q4_0, 8) == Approx(kSpecInt8Share * 3600));
     std::ofstream(path) << "{ nope";
-    CHECK_THROWS_WITH(profile_from_file(path), Catch::Contains("not valid JSON"));
+    CHECK_THROWS_WITH(profile_from_file(path), rill::test::contains("not valid JSON"));
     std::filesystem::remove(path);
 }
 

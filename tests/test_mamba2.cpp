@@ -4,7 +4,7 @@
 // tests/data/tiny-nemotron-h.llamacpp.json. Breaking any Mamba-2 feature in the file moves llama.cpp's
 // log-probs by 0.69 (the grouped norm's gains) to 4.6 (the taps' order), and the two runtimes compute
 // in float32 with no tables or rounded activations: 1e-3 tells every one of them apart.
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 #include <cmath>
 #include <filesystem>
@@ -223,8 +223,8 @@ std::string load_error(const test::GgufBuilder& b) {
 TEST_CASE("Nemotron-H-MoE files with per-layer expert widths or latent projections are refused by name", "[mamba2][moe]") {
     auto widths = nemotron_moe_metadata();
     widths.kv_i32_array("nemotron_h_moe.expert_feed_forward_length", {0, 0, 4});
-    CHECK_THAT(load_error(widths), Catch::Contains("'nemotron_h_moe.expert_feed_forward_length' gives each layer its own expert width"));
+    CHECK_THAT(load_error(widths), rill::test::contains("'nemotron_h_moe.expert_feed_forward_length' gives each layer its own expert width"));
     auto latent = nemotron_moe_metadata();
     latent.kv_u32("nemotron_h_moe.expert_feed_forward_length", 4).kv_u32("nemotron_h_moe.moe_latent_size", 4);
-    CHECK_THAT(load_error(latent), Catch::Contains("'nemotron_h_moe.moe_latent_size' asks for latent expert projections"));
+    CHECK_THAT(load_error(latent), rill::test::contains("'nemotron_h_moe.moe_latent_size' asks for latent expert projections"));
 }

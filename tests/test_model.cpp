@@ -1,5 +1,5 @@
 // Loading a model: hyperparameters from metadata, checked against every tensor's shape.
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 #include <cmath>
 
@@ -51,29 +51,29 @@ TEST_CASE("a well-formed tiny model builds from bytes and runs", "[model]") {
 TEST_CASE("an unsupported architecture is an error listing the supported ones", "[model]") {
     GgufBuilder b;
     b.kv_string("general.architecture", "mamba");
-    CHECK_THAT(load_error(b), Catch::Contains("architecture 'mamba' is not supported (supported: llama, qwen2, qwen3, gemma3, phi3, smollm3, olmo2, granite, qwen3moe, gpt-oss, qwen35, qwen35moe, gemma4, lfm2, lfm2moe, nemotron_h, nemotron_h_moe, granitehybrid)"));
+    CHECK_THAT(load_error(b), rill::test::contains("architecture 'mamba' is not supported (supported: llama, qwen2, qwen3, gemma3, phi3, smollm3, olmo2, granite, qwen3moe, gpt-oss, qwen35, qwen35moe, gemma4, lfm2, lfm2moe, nemotron_h, nemotron_h_moe, granitehybrid)"));
 }
 
 TEST_CASE("metadata that disagrees with a tensor's shape names both", "[model]") {
     auto b = test::tiny_llama();
     b.f32_tensor("output.weight", {8, 5});  // the vocabulary has 4 tokens
-    CHECK_THAT(load_error(b), Catch::Contains("tensor 'output.weight' has shape [8, 5] but the metadata implies [8, 4]"));
+    CHECK_THAT(load_error(b), rill::test::contains("tensor 'output.weight' has shape [8, 5] but the metadata implies [8, 4]"));
 }
 
 TEST_CASE("a missing tensor or hyperparameter is named", "[model]") {
     GgufBuilder b;
     b.kv_string("general.architecture", "llama");
-    CHECK_THAT(load_error(b), Catch::Contains("metadata 'llama.embedding_length' is missing"));
-    CHECK_THAT(load_error(test::tiny_llama("blk.0.ffn_up.weight")), Catch::Contains("tensor 'blk.0.ffn_up.weight' is missing"));
+    CHECK_THAT(load_error(b), rill::test::contains("metadata 'llama.embedding_length' is missing"));
+    CHECK_THAT(load_error(test::tiny_llama("blk.0.ffn_up.weight")), rill::test::contains("tensor 'blk.0.ffn_up.weight' is missing"));
 }
 
 TEST_CASE("absurd hyperparameters are refused before anything is allocated", "[model]") {
     GgufBuilder b;
     b.kv_string("general.architecture", "llama").kv_u32("llama.embedding_length", 0);
-    CHECK_THAT(load_error(b), Catch::Contains("'llama.embedding_length' is 0"));
+    CHECK_THAT(load_error(b), rill::test::contains("'llama.embedding_length' is 0"));
     GgufBuilder c;
     c.kv_string("general.architecture", "llama").kv_u32("llama.embedding_length", 8).kv_u32("llama.block_count", 5000000);
-    CHECK_THAT(load_error(c), Catch::Contains("'llama.block_count' is 5000000, outside 1..1024"));
+    CHECK_THAT(load_error(c), rill::test::contains("'llama.block_count' is 5000000, outside 1..1024"));
 }
 
 TEST_CASE("a tiny model of every newer family loads and runs with finite logits", "[model][arch]") {
@@ -128,28 +128,28 @@ TEST_CASE("gemma3's sliding layers follow llama.cpp's pattern: the last of every
 
 TEST_CASE("a missing family tensor, a fused tensor of the wrong shape or an unknown rope scaling is an error naming it", "[model][arch]") {
     CHECK_THAT(load_error(test::tiny_family("qwen3", "blk.0.attn_k_norm.weight")),
-               Catch::Contains("tensor 'blk.0.attn_k_norm.weight' is missing"));
+               rill::test::contains("tensor 'blk.0.attn_k_norm.weight' is missing"));
     CHECK_THAT(load_error(test::tiny_family("gemma3", "blk.0.post_ffw_norm.weight")),
-               Catch::Contains("tensor 'blk.0.post_ffw_norm.weight' is missing"));
+               rill::test::contains("tensor 'blk.0.post_ffw_norm.weight' is missing"));
     GgufBuilder phi = test::tiny_family("phi3", "blk.0.ffn_up.weight");
     phi.f32_tensor("blk.0.ffn_up.weight", {8, 16});  // gate | up needs 2 × 16 rows
-    CHECK_THAT(load_error(phi), Catch::Contains("tensor 'blk.0.ffn_up.weight' has shape [8, 16] but the metadata implies [8, 32]"));
+    CHECK_THAT(load_error(phi), rill::test::contains("tensor 'blk.0.ffn_up.weight' has shape [8, 16] but the metadata implies [8, 32]"));
     GgufBuilder rope = test::tiny_family("qwen3");
     rope.kv_string("qwen3.rope.scaling.type", "ntk-by-parts");
-    CHECK_THAT(load_error(rope), Catch::Contains("'qwen3.rope.scaling.type' is 'ntk-by-parts', which rill does not support"));
+    CHECK_THAT(load_error(rope), rill::test::contains("'qwen3.rope.scaling.type' is 'ntk-by-parts', which rill does not support"));
     GgufBuilder base = test::tiny_family("qwen3");
     base.kv_f32("qwen3.rope.freq_base", -1.0f);
-    CHECK_THAT(load_error(base), Catch::Contains("'qwen3.rope.freq_base' is -1"));
+    CHECK_THAT(load_error(base), rill::test::contains("'qwen3.rope.freq_base' is -1"));
 }
 
 TEST_CASE("a mixture of experts with more chosen than there are, or an expert tensor of the wrong shape, is an error naming it", "[model][moe]") {
     CHECK_THAT(load_error(test::tiny_family("qwen3moe", "", 5)),
-               Catch::Contains("'qwen3moe.expert_used_count' is 5, more than expert_count 4"));
+               rill::test::contains("'qwen3moe.expert_used_count' is 5, more than expert_count 4"));
     GgufBuilder shape = test::tiny_family("gpt-oss", "blk.0.ffn_down_exps.weight");
     shape.f32_tensor("blk.0.ffn_down_exps.weight", {8, 8, 3});
-    CHECK_THAT(load_error(shape), Catch::Contains("tensor 'blk.0.ffn_down_exps.weight' has shape [8, 8, 3] but the metadata implies [8, 8, 4]"));
-    CHECK_THAT(load_error(test::tiny_family("gpt-oss", "blk.0.attn_sinks.weight")), Catch::Contains("tensor 'blk.0.attn_sinks.weight' is missing"));
-    CHECK_THAT(load_error(test::tiny_family("gpt-oss", "blk.0.ffn_up_exps.bias")), Catch::Contains("tensor 'blk.0.ffn_up_exps.bias' is missing"));
+    CHECK_THAT(load_error(shape), rill::test::contains("tensor 'blk.0.ffn_down_exps.weight' has shape [8, 8, 3] but the metadata implies [8, 8, 4]"));
+    CHECK_THAT(load_error(test::tiny_family("gpt-oss", "blk.0.attn_sinks.weight")), rill::test::contains("tensor 'blk.0.attn_sinks.weight' is missing"));
+    CHECK_THAT(load_error(test::tiny_family("gpt-oss", "blk.0.ffn_up_exps.bias")), rill::test::contains("tensor 'blk.0.ffn_up_exps.bias' is missing"));
 }
 
 // Writing a private file mapping copies it 4 KiB page by page; the regrouped matrices go to memory

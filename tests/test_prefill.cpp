@@ -1,7 +1,7 @@
 // Prompt batches on the GEMM backends: which backend a batch meets, each backend against exact
 // arithmetic on the dequantized weights, independence from the thread count, and whole prompts
 // evaluated in one batch against the same prompt token by token and the golden references.
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 #include <cmath>
 #include <cstring>
@@ -78,7 +78,7 @@ TEST_CASE("auto sends float and long Q5_K prompt batches to OpenBLAS and keeps Q
 TEST_CASE("an unknown GEMM backend is an error that names the choices", "[prefill]") {
     CHECK(parse_gemm_backend("openblas") == GemmBackend::Openblas);
     CHECK(parse_gemm_backend("auto") == GemmBackend::Auto);
-    CHECK_THROWS_WITH(parse_gemm_backend("cublas"), Catch::Contains("'cublas'") && Catch::Contains("amx, int8, onednn, onednn-bf16, openblas or native"));
+    CHECK_THROWS_WITH(parse_gemm_backend("cublas"), rill::test::contains("'cublas'") && rill::test::contains("amx, int8, onednn, onednn-bf16, openblas or native"));
 }
 
 TEST_CASE("panels stay bounded: whole multiples of 16 rows of about 2 MiB, never fewer than 16 rows", "[prefill]") {

@@ -2,7 +2,7 @@
 // rounded to bfloat16, sums in float32): their accuracy class, their independence from the thread
 // count, and the rounding they rely on. onednn-bf16 runs where the avx512 kernel path does (AVX-512
 // BF16), amx where the CPU has AMX tiles; elsewhere their cases are skipped with a line.
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 #include <cmath>
 #include <cstring>

@@ -2,7 +2,7 @@
 // activation blocks, float32 sums block by block): the same arithmetic as the native kernels up to
 // the order of the float sums, independent of threads and of how a batch is tiled. It runs where the
 // avx512 kernel path does; elsewhere its cases are skipped with a line.
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 #include <algorithm>
 #include <cmath>
@@ -119,7 +119,7 @@ TEST_CASE("a token's int8 results do not depend on how many tokens share its bat
 TEST_CASE("a forced int8 backend sends the types it lacks to the native kernels and refuses a path without VNNI", "[prefill][int8]") {
     CHECK(choose_gemm(GemmBackend::Int8, TensorType::Q6_K, 512, kGemmMinTokens, simd::KernelPath::Avx512) == GemmBackend::Native);
     CHECK(choose_gemm(GemmBackend::Int8, TensorType::Q8_0, 512, kGemmMinTokens, simd::KernelPath::Avx512) == GemmBackend::Int8);
-    CHECK_THROWS_WITH(MatmulScratch(simd::KernelPath::Avx2, 1, 64, GemmBackend::Int8), Catch::Contains("AVX-512 VNNI"));
+    CHECK_THROWS_WITH(MatmulScratch(simd::KernelPath::Avx2, 1, 64, GemmBackend::Int8), rill::test::contains("AVX-512 VNNI"));
 }
 
 TEST_CASE("an int8 GEMM batch gives bit-identical logits with 1 and 2 threads", "[prefill][int8][threads]") {

@@ -1,5 +1,5 @@
 // The server's pacing of prompt pieces beside generating streams (apps/serve_prefill_pacer.h).
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 #include "apps/serve_prefill_pacer.h"
 

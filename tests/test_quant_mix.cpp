@@ -1,5 +1,5 @@
 // Quantization mixes: the type each tensor gets matches what llama.cpp chose for the golden files.
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 #include <nlohmann/json.hpp>
 

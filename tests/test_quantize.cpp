@@ -1,7 +1,7 @@
 // Quantization: float32 rows into every block format, checked against llama.cpp's own quantization
 // of the golden model (byte for byte, and by error where bytes could legitimately differ), and by
 // round trips through dequantize_row on random and awkward rows.
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 #include <cmath>
 #include <cstring>

@@ -1,5 +1,5 @@
 // rill quantize's core: from the golden F32 model to every golden format, compared with llama.cpp's files.
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 #include <unistd.h>
 
@@ -99,7 +99,7 @@ TEST_CASE("a cancelled quantization leaves no output file", "[quantize]") {
     QuantizeOptions options;
     options.recipe = *find_recipe("Q4_0");
     options.cancel = &cancel;
-    CHECK_THROWS_WITH(quantize_model(source, path, options), Catch::Contains("cancelled"));
+    CHECK_THROWS_WITH(quantize_model(source, path, options), rill::test::contains("cancelled"));
     for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::temp_directory_path()))
         CHECK(entry.path().string().rfind(path, 0) != 0);
 }

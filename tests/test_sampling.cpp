@@ -1,5 +1,5 @@
 // Sampling: greedy is argmax, every truncation behaves as named, and a seed fixes the draw.
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 #include <set>
 

@@ -1,6 +1,6 @@
 // A chat reply split into content, reasoning and tool calls: the same split whether the text comes
 // whole or a byte at a time, markers held back only while they may still be markers.
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 #include <string>
 

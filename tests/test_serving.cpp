@@ -1,7 +1,7 @@
 // What a server and an embedding app need from a session: several streams decoded in one batch with
 // each stream's results unchanged, embeddings, saved and restored state, and a stream's text cut at
 // stop strings.
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 #include <cmath>
 #include <cstring>
@@ -91,11 +91,11 @@ TEST_CASE("a batch piece longer than the micro-batch or past the context is an e
     Session a(*model, o);
     const int32_t five[] = {1, 2, 3, 4, 5};
     const BatchPiece long_piece[] = {{&a, five, true}};
-    CHECK_THROWS_WITH(Session::eval_batch(long_piece), Catch::Contains("longer than the session's micro-batch"));
+    CHECK_THROWS_WITH(Session::eval_batch(long_piece), rill::test::contains("longer than the session's micro-batch"));
     o.n_ctx = 3;
     Session small(*model, o);
     const BatchPiece past[] = {{&small, std::span<const int32_t>(five, 4), true}};
-    CHECK_THROWS_WITH(Session::eval_batch(past), Catch::Contains("context overflow"));
+    CHECK_THROWS_WITH(Session::eval_batch(past), rill::test::contains("context overflow"));
     CHECK(small.position() == 0);
 }
 
@@ -104,16 +104,16 @@ TEST_CASE("a batch with a session twice, a full context or mismatched tokens is 
     Session a(*model, options()), b(*model, options());
     Session* twice[] = {&a, &a};
     const int32_t two[] = {1, 2};
-    CHECK_THROWS_WITH(Session::eval_together(twice, two), Catch::Contains("appears twice"));
+    CHECK_THROWS_WITH(Session::eval_together(twice, two), rill::test::contains("appears twice"));
     Session* pair[] = {&a, &b};
     const int32_t one[] = {1};
-    CHECK_THROWS_WITH(Session::eval_together(pair, one), Catch::Contains("one token per session"));
+    CHECK_THROWS_WITH(Session::eval_together(pair, one), rill::test::contains("one token per session"));
     SessionOptions tiny = options();
     tiny.n_ctx = 1;
     Session full(*model, tiny);
     full.eval(one);
     Session* with_full[] = {&a, &full};
-    CHECK_THROWS_WITH(Session::eval_together(with_full, two), Catch::Contains("context overflow"));
+    CHECK_THROWS_WITH(Session::eval_together(with_full, two), rill::test::contains("context overflow"));
     CHECK(a.position() == 0);  // nothing was evaluated
 }
 
@@ -167,16 +167,16 @@ TEST_CASE("a damaged or foreign session state is an error naming what is wrong",
     session.eval(prompt);
     std::vector<uint8_t> state = session.save_state();
     Session target(*model, options());
-    CHECK_THROWS_WITH(target.load_state(std::span(state).first(20)), Catch::Contains("truncated"));
+    CHECK_THROWS_WITH(target.load_state(std::span(state).first(20)), rill::test::contains("truncated"));
     auto wrong_magic = state;
     wrong_magic[0] = 'X';
-    CHECK_THROWS_WITH(target.load_state(wrong_magic), Catch::Contains("not a rill session state"));
+    CHECK_THROWS_WITH(target.load_state(wrong_magic), rill::test::contains("not a rill session state"));
     auto extra = state;
     extra.push_back(0);
-    CHECK_THROWS_WITH(target.load_state(extra), Catch::Contains("bytes of data"));
+    CHECK_THROWS_WITH(target.load_state(extra), rill::test::contains("bytes of data"));
     const auto stories = open_model("models/stories260K/stories260K.gguf");
     Session foreign(*stories, options());
-    CHECK_THROWS_WITH(foreign.load_state(state), Catch::Contains("another model"));
+    CHECK_THROWS_WITH(foreign.load_state(state), rill::test::contains("another model"));
     CHECK(target.position() == 0);
 }
 

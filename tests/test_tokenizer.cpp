@@ -1,5 +1,5 @@
 // The SentencePiece tokenizer against stories260K's expected encodings and llama.cpp's Llama 2 vectors.
-#include <catch2/catch.hpp>
+#include "catch.h"
 
 #include <algorithm>
 
@@ -220,8 +220,8 @@ TEST_CASE("SentencePiece detokenizing drops the dummy-prefix space of the first 
 }
 
 TEST_CASE("an unknown pre-tokenizer is an error naming the supported ones", "[tokenizer]") {
-    CHECK_THROWS_WITH(PreTokenizer("no-such-pre"), Catch::Contains("pre-tokenizer 'no-such-pre'") &&
-                                                       Catch::Contains("supported: default, llama-bpe"));
+    CHECK_THROWS_WITH(PreTokenizer("no-such-pre"), rill::test::contains("pre-tokenizer 'no-such-pre'") &&
+                                                       rill::test::contains("supported: default, llama-bpe"));
 }
 
 // No vocabulary of these families has llama.cpp vectors; llama.cpp gives their names Llama 3's split.

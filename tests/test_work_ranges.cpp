@@ -1,7 +1,7 @@
 // How a product's chunks are shared out among a team while its weights stream from memory.
 #include <omp.h>
 
-#include <catch2/catch.hpp>
+#include "catch.h"
 #include <vector>
 
 #include "runtime/compute/work_ranges.h"
