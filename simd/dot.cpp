@@ -9,6 +9,15 @@ namespace rill::simd {
 
 using Batch = xsimd::batch<float>;
 
+// The lanes' total: xsimd 9 renamed hadd (Debian 12 ships 8.1) to reduce_add (Debian 13 ships 13).
+inline float lane_total(Batch b) {
+#if XSIMD_VERSION_MAJOR >= 9
+    return xsimd::reduce_add(b);
+#else
+    return xsimd::hadd(b);
+#endif
+}
+
 float dot(const float* a, const float* b, size_t n) {
     constexpr size_t W = Batch::size;
     Batch acc0(0.0f), acc1(0.0f), acc2(0.0f), acc3(0.0f);
@@ -20,7 +29,7 @@ float dot(const float* a, const float* b, size_t n) {
         acc3 = xsimd::fma(Batch::load_unaligned(a + i + 3 * W), Batch::load_unaligned(b + i + 3 * W), acc3);
     }
     for (; i + W <= n; i += W) acc0 = xsimd::fma(Batch::load_unaligned(a + i), Batch::load_unaligned(b + i), acc0);
-    float sum = xsimd::hadd((acc0 + acc1) + (acc2 + acc3));
+    float sum = lane_total((acc0 + acc1) + (acc2 + acc3));
     for (; i < n; ++i) sum += a[i] * b[i];
     return sum;
 }
@@ -68,7 +77,7 @@ float exp_shifted(float* x, size_t n, float shift) {
         std::copy(tail, tail + (n - i), x + i);
         sum += e;
     }
-    return xsimd::hadd(sum);
+    return lane_total(sum);
 }
 
 void scale(float* x, size_t n, float a) {

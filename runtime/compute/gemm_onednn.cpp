@@ -53,6 +53,18 @@ OnednnGemmPtr make_onednn_gemm(int n_threads) {
 
 namespace {
 
+// The one place oneDNN's two APIs differ for rill: v2 (Debian 12's 2.6) describes the operation first
+// and builds its primitive descriptor from that; v3 (Debian 13's 3.x) dropped the operation
+// descriptors and takes the memory descriptors directly.
+dnnl::matmul::primitive_desc matmul_descriptor(const dnnl::engine& engine, const dnnl::memory::desc& a, const dnnl::memory::desc& b,
+                                               const dnnl::memory::desc& c, const dnnl::primitive_attr& attr) {
+#if DNNL_VERSION_MAJOR >= 3
+    return dnnl::matmul::primitive_desc(engine, a, b, c, attr);
+#else
+    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), attr, engine);
+#endif
+}
+
 Primitive make_primitive(const dnnl::engine& engine, const GemmShape& s, bool bf16) {
     using dt = dnnl::memory::data_type;
     using dims = dnnl::memory::dims;
@@ -64,7 +76,7 @@ Primitive make_primitive(const dnnl::engine& engine, const GemmShape& s, bool bf
     dnnl::primitive_attr attr;
     // The library's own scratchpad is shared between primitives and unsafe when threads run at once.
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), attr, engine);
+    const dnnl::matmul::primitive_desc pd = matmul_descriptor(engine, a_md, b_md, c_md, attr);
     Primitive p;
     p.matmul = dnnl::matmul(pd);
     p.a = dnnl::memory(a_md, engine, DNNL_MEMORY_NONE);
