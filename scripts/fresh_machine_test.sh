@@ -1,23 +1,37 @@
 #!/usr/bin/env bash
-# Proves the README's set-up on a machine that has never seen rill: makes a throw-away Debian 12
-# (bookworm, minbase) root with debootstrap, copies a clean checkout of HEAD and ../shared into it,
-# runs the README's two commands there exactly as written, and always removes the root again.
-#   scripts/fresh_machine_test.sh        needs root, debootstrap and the network to Debian's archive and npm
-# Exits non-zero when either command fails. The package mirror is the host's own, read from its apt
-# sources now. RILL_FRESH_DIR chooses where the root is made (default /var/tmp).
+# Proves the README's set-up on a machine that has never seen rill: makes a throw-away Debian minbase
+# root with debootstrap, copies a clean checkout of HEAD and ../shared into it, runs the README's two
+# commands there exactly as written, and always removes the root again.
+#   scripts/fresh_machine_test.sh [RELEASE]   bookworm (Debian 12, the default) or trixie (Debian 13)
+# Needs root, debootstrap and the network to Debian's archive and npm. Exits non-zero when either
+# command fails. The package mirrors are the host's own, read from its apt sources now, with the
+# release's suite names. RILL_FRESH_DIR chooses where the root is made (default /var/tmp); downloaded
+# packages are kept per release in RILL_FRESH_CACHE (default /var/cache/rill-fresh), so a second run
+# on the same host fetches only what changed (the root itself is new every time).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 shared=${RILL_SHARED:-$repo/../shared}
+release=${1:-bookworm}
+case $release in
+  bookworm | trixie) ;;
+  *) echo "usage: scripts/fresh_machine_test.sh [bookworm|trixie]" >&2; exit 2 ;;
+esac
 [[ $(id -u) == 0 ]] || { echo "fresh_machine_test.sh: needs root (debootstrap, chroot, mount)" >&2; exit 2; }
 command -v debootstrap >/dev/null || { echo "fresh_machine_test.sh: needs debootstrap (apt-get install debootstrap)" >&2; exit 2; }
 [[ -d $shared ]] || { echo "fresh_machine_test.sh: no shared data at $shared" >&2; exit 2; }
 shared=$(cd "$shared" && pwd)
 
-# Each bookworm suite the host uses (bookworm, -updates, -security), as apt itself resolved them.
-mapfile -t sources < <(apt-get indextargets --format '$(REPO_URI) $(RELEASE) $(COMPONENT)' 'Identifier: Packages' |
-  awk '$2 ~ /^bookworm(-updates|-security)?$/ && $3 == "main"' | sort -u)
-mirror=$(printf '%s\n' "${sources[@]}" | awk '$2 == "bookworm" { print $1; exit }')
-[[ -n $mirror ]] || { echo "fresh_machine_test.sh: the host's apt sources have no bookworm main suite" >&2; exit 2; }
+# The host's own Debian suites (its release, -updates, -security), as apt itself resolved them, renamed
+# to the root's release: the same mirrors serve every release.
+mapfile -t host_sources < <(apt-get indextargets --format '$(REPO_URI) $(RELEASE) $(COMPONENT)' 'Identifier: Packages' |
+  awk '$2 ~ /^[a-z]+(-updates|-security)?$/ && $3 == "main"' | sort -u)
+host_release=$(printf '%s\n' "${host_sources[@]}" | awk '$2 !~ /-/ { print $2; exit }')
+[[ -n $host_release ]] || { echo "fresh_machine_test.sh: the host's apt sources have no Debian main suite" >&2; exit 2; }
+mapfile -t sources < <(printf '%s\n' "${host_sources[@]}" |
+  awk -v from="$host_release" -v to="$release" '$2 == from || $2 == from "-updates" || $2 == from "-security" { sub("^" from, to, $2); print }')
+mirror=$(printf '%s\n' "${sources[@]}" | awk -v r="$release" '$2 == r { print $1; exit }')
+cache=${RILL_FRESH_CACHE:-/var/cache/rill-fresh}/$release
+mkdir -p "$cache"
 
 root=$(mktemp -d "${RILL_FRESH_DIR:-/var/tmp}/rill-fresh.XXXXXX")
 stamp() { date +%s; }
@@ -45,12 +59,12 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-echo "== fresh root: debootstrap --variant=minbase bookworm $root $mirror"
-debootstrap --variant=minbase bookworm "$root" "$mirror" >"$root.debootstrap.log" 2>&1 ||
+echo "== fresh root: debootstrap --variant=minbase $release $root $mirror"
+debootstrap --variant=minbase --cache-dir="$cache" "$release" "$root" "$mirror" >"$root.debootstrap.log" 2>&1 ||
   { tail -n 30 "$root.debootstrap.log"; exit 1; }
 t1=$(stamp)
 
-# The root sees the same suites as the host, as a newly installed Debian 12 would.
+# The root sees the host's mirrors with its own release's suites, as a newly installed Debian would.
 printf '%s\n' "${sources[@]}" | awk '{ print "deb " $1 " " $2 " main" }' >"$root/etc/apt/sources.list"
 # The host may reach HTTPS through a proxy whose certificate only its own bundle trusts.
 install -D -m 644 /etc/ssl/certs/ca-certificates.crt "$root/usr/local/share/rill-host-ca.crt"
@@ -62,6 +76,7 @@ mount -t proc proc "$root/proc"
 mount --bind /sys "$root/sys"
 mount --bind /dev "$root/dev"
 mount --bind /dev/pts "$root/dev/pts"
+mount --bind "$cache" "$root/var/cache/apt/archives"  # the packages setup.sh downloads, kept for the next run
 
 in_root() {  # a login-like environment: nothing of the host's but CI and the CA bundle
   chroot "$root" /usr/bin/env -i HOME=/root USER=root LOGNAME=root SHELL=/bin/bash TERM=dumb LANG=C.UTF-8 \
@@ -81,5 +96,5 @@ if ((status == 0)); then
   t3=$(stamp)
   echo "== bash scripts/test.sh exited $status after $((t3 - t2)) s"
 fi
-echo "== fresh machine test: debootstrap $((t1 - t0)) s, whole run $(($(stamp) - t0)) s, result $status"
+echo "== fresh machine test ($release): debootstrap $((t1 - t0)) s, whole run $(($(stamp) - t0)) s, result $status"
 exit "$status"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs every Debian 12 package rill's build and tests need, then builds Release into build/.
-# The CLI lands at build/bin/rill. Idempotent. Works on a minimal Debian 12 (packages are installed
-# with --no-install-recommends, so each one the build or a test uses is named below).
+# Installs every Debian package rill's build and tests need, then builds Release into build/.
+# The CLI lands at build/bin/rill. Idempotent. Works on a minimal Debian 12 (bookworm) or 13 (trixie)
+# (every name below exists on both, unversioned; Ubuntu 24.04 uses the same names, untested here).
+# Packages are installed with --no-install-recommends, so each one the build or a test uses is named below.
 #   bash scripts/setup.sh              as root: installs what is missing; as a user: uses sudo if it
 #                                      can, otherwise prints the exact command to run as root
 #   bash scripts/setup.sh --no-build   packages only (CI's sanitizer and fuzz stages build their own)
@@ -25,11 +26,12 @@ packages=(
   libpcre2-dev            # Unicode regular expressions for the BPE pre-tokenizers
   libicu-dev              # Unicode normalisation for WordPiece
   libedit-dev             # line editing and history in rill chat (BSD-licensed readline interface)
-  catch2                  # tests (v2)
+  catch2                  # tests (v2 on Debian 12, v3 on 13; tests/catch.h takes either)
   libbenchmark-dev        # bench/ (Google Benchmark)
   nlohmann-json3-dev      # JSON: rill serve's requests and responses, the golden references in tests
   libcpp-httplib-dev      # rill serve's HTTP server (threaded, chunked responses for server-sent events)
-  clang libclang-rt-14-dev libomp-14-dev  # the libFuzzer harnesses (scripts/fuzz.sh): clang, its sanitizer runtimes and its OpenMP
+  clang libclang-rt-dev libomp-dev  # the libFuzzer harnesses (scripts/fuzz.sh): clang, its sanitizer runtimes and its OpenMP
+                                    # (the unversioned names: each release points them at its own clang, 14 or 19)
   ca-certificates         # npm fetches the tests' Node packages over HTTPS
   python3-jinja2          # the reference renderer for chat templates with tools (tests/tool_templates_test.sh)
   nginx                   # the scale-out recipe (scripts/serve_cluster.sh) and ctest load_test; the smallest of Debian 12's
