@@ -1,5 +1,5 @@
 // Catch2 as the tests use it, from either major version Debian ships: v2 (Debian 12) is one header,
-// v3 (Debian 13) split it and renamed the substring matcher. Both link Catch2::Catch2WithMain for main.
+// v3 (Debian 13) split it and renamed the substring matcher (main: tests/CMakeLists.txt).
 #pragma once
 #include <string>
 
