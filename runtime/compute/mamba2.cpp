@@ -1,5 +1,6 @@
 #include "runtime/compute/mamba2.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "runtime/compute/causal_conv.h"
