@@ -33,11 +33,12 @@ export function stopRill(server) {
   });
 }
 
-// On Node.js 18 (Debian 12's 18.20.4+dfsg-1~deb12u3) the openai package's own HTTP stack, node-fetch@2,
-// rejects complete keep-alive responses as "Premature close": it takes any 'data' listener left on the
-// socket when a response closes as a sign of truncation, and that Debian release's fix for CVE-2026-48931
-// leaves the agent's own listener there (Node.js issue 63989). The bytes rill sends are the same on every
-// Node.js (server.test.mjs's framing test reads them raw), so there the client is given Node's built-in fetch,
-// which the package supports through its `fetch` option. From Node.js 20 the package's default is used.
+// The openai package's own HTTP stack, node-fetch@2, rejects complete keep-alive responses as "Premature
+// close": it takes any 'data' listener left on the socket when a response closes as a sign of truncation,
+// and Debian's Node.js builds leave the agent's own listener there (Debian 12's 18.20.4+dfsg-1~deb12u3
+// with its fix for CVE-2026-48931, Node.js issue 63989; Debian 13's 20.19.2 as well: seen with rill
+// built against either release's cpp-httplib). The bytes rill sends are the same on every Node.js
+// (server.test.mjs's framing test reads them raw), so the client is always given Node's built-in fetch,
+// which the package supports through its `fetch` option.
 export const NODE_MAJOR = Number(process.versions.node.split('.')[0]);
-export const clientFetch = NODE_MAJOR < 20 ? { fetch: globalThis.fetch } : {};
+export const clientFetch = { fetch: globalThis.fetch };
