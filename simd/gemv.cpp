@@ -8,6 +8,10 @@
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
+#if defined(__aarch64__) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
 
 namespace rill::simd {
 
@@ -17,6 +21,11 @@ namespace sse41 { const GemvKernels& kernels(); }
 namespace avx2 { const GemvKernels& kernels(); }
 namespace avx512 { const GemvKernels& kernels(); }
 #endif
+#if defined(__aarch64__)
+namespace neon { const GemvKernels& kernels(); }
+namespace neon_dotprod { const GemvKernels& kernels(); }
+namespace neon_i8mm { const GemvKernels& kernels(); }
+#endif
 
 namespace {
 struct PathName {
@@ -25,7 +34,8 @@ struct PathName {
 };
 constexpr PathName kNames[] = {{KernelPath::Reference, "reference"}, {KernelPath::Generic, "generic"},
                                {KernelPath::Sse41, "sse41"},         {KernelPath::Avx2, "avx2"},
-                               {KernelPath::Avx512, "avx512"}};
+                               {KernelPath::Avx512, "avx512"},       {KernelPath::Neon, "neon"},
+                               {KernelPath::NeonDotprod, "dotprod"}, {KernelPath::NeonI8mm, "i8mm"}};
 
 #if defined(__x86_64__)
 // Straight from CPUID for the features clang's __builtin_cpu_supports cannot name (F16C, AVX512-BF16),
@@ -67,6 +77,13 @@ bool cpu_supports(KernelPath path) {
                    __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
                    __builtin_cpu_supports("avx512vnni") && has_avx512_bf16();
 #endif
+#if defined(__aarch64__) && defined(__linux__)
+        // The kernel's hardware capability bits: what the core has and the kernel lets programs use
+        // (under qemu-aarch64, what the emulated CPU model has).
+        case KernelPath::Neon: return (getauxval(AT_HWCAP) & HWCAP_ASIMD) != 0;
+        case KernelPath::NeonDotprod: return cpu_supports(KernelPath::Neon) && (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+        case KernelPath::NeonI8mm: return cpu_supports(KernelPath::NeonDotprod) && (getauxval(AT_HWCAP2) & HWCAP2_I8MM) != 0;
+#endif
         default: return false;
     }
 }
@@ -81,7 +98,7 @@ std::vector<KernelPath> supported_kernel_paths() {
 KernelPath default_kernel_path() {
     if (const char* env = std::getenv("RILL_KERNELS"); env != nullptr && *env != '\0') {
         const auto path = parse_kernel_path(env);
-        if (!path) throw std::invalid_argument(std::string("RILL_KERNELS=") + env + ": unknown kernel path (reference, generic, sse41, avx2, avx512)");
+        if (!path) throw std::invalid_argument(std::string("RILL_KERNELS=") + env + ": unknown kernel path (reference, generic, sse41, avx2, avx512, neon, dotprod, i8mm)");
         if (!cpu_supports(*path)) throw std::invalid_argument(std::string("RILL_KERNELS=") + env + ": this CPU cannot run that path");
         return *path;
     }
@@ -172,6 +189,11 @@ const GemvKernels& gemv_kernels(KernelPath path) {
         case KernelPath::Sse41: return sse41::kernels();
         case KernelPath::Avx2: return avx2::kernels();
         case KernelPath::Avx512: return avx512::kernels();
+#endif
+#if defined(__aarch64__)
+        case KernelPath::Neon: return neon::kernels();
+        case KernelPath::NeonDotprod: return neon_dotprod::kernels();
+        case KernelPath::NeonI8mm: return neon_i8mm::kernels();
 #endif
         default: throw std::invalid_argument("no integer kernels for path " + std::string(kernel_path_name(path)));
     }

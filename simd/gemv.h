@@ -16,7 +16,9 @@ namespace rill::simd {
 // activations; the path the golden tests hold to 1e-4). The others quantize activations to 8 bits
 // per block for integer dot products, except for F32, F16 and BF16 weights, which keep float
 // activations on every path.
-enum class KernelPath { Reference, Generic, Sse41, Avx2, Avx512 };
+// x86-64 has Sse41, Avx2 and Avx512; ARM64 has Neon, NeonDotprod and NeonI8mm (each includes the one
+// before it); every CPU has Reference and Generic.
+enum class KernelPath { Reference, Generic, Sse41, Avx2, Avx512, Neon, NeonDotprod, NeonI8mm };
 
 std::string_view kernel_path_name(KernelPath path);
 std::optional<KernelPath> parse_kernel_path(std::string_view name);

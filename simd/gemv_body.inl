@@ -105,15 +105,15 @@ static inline I32x8 block_q5_1(const uint8_t* b, const int8_t* x) {
 }
 static inline I32x8 block_q8_0(const uint8_t* b, const int8_t* x) {
     const I8x32 w = load_bytes(b + 2);
-    return dot_u8s8(abs_bytes(w), apply_sign(load_bytes(x), w));
+    return dot_s8s8(w, load_bytes(x));
 }
 static inline I32x8 block_iq4_nl(const uint8_t* b, const int8_t* x) {
     const I8x32 w = lookup16(load_table16(kIQ4Levels), load_nibbles16(b + 2));
-    return dot_u8s8(abs_bytes(w), apply_sign(load_bytes(x), w));
+    return dot_s8s8(w, load_bytes(x));
 }
 static inline I32x8 block_mxfp4(const uint8_t* b, const int8_t* x) {
     const I8x32 w = lookup16(load_table16(kMXFP4Levels), load_nibbles16(b + 1));
-    return dot_u8s8(abs_bytes(w), apply_sign(load_bytes(x), w));
+    return dot_s8s8(w, load_bytes(x));
 }
 
 // How a block's stored values relate to its quants: w = d*(q - kOffset), or w = d*q + m.
@@ -410,7 +410,7 @@ static float dot_row_iq4_xs(const uint8_t* w, size_t n, const uint8_t* act) {
             const int high = (scales_h >> (2 * sub)) & 3;
             const I8x32 v = lookup16(table, load_nibbles16(blk + 8 + 16 * sub));
             const I8x32 x = load_bytes(a.q + 256 * b + 32 * size_t(sub));
-            sum = add32(sum, madd16(mul_u8s8(abs_bytes(v), apply_sign(x, v)), splat16(int16_t((low | (high << 4)) - 32))));
+            sum = add32(sum, madd16(mul_s8s8(v, x), splat16(int16_t((low | (high << 4)) - 32))));
         }
         acc = fma_f(to_f32(sum), splat_f(half_to_float(read_u16(blk)) * a.d[b]), acc);
     }
@@ -496,16 +496,21 @@ static void dot_groups_q8_0_tokens(const uint8_t* groups, size_t n_groups, size_
         for (size_t b = 0; b < nb; ++b) {
             const uint8_t* chunk = base + b * 272;
             prefetch_ahead(chunk, 272);
-            I8x32 w[8], magnitude[8];
-            for (int i = 0; i < 8; ++i) {
-                w[i] = load_bytes(chunk + 16 + 32 * kInterleaveLanes[i]);
-                magnitude[i] = abs_bytes(w[i]);
-            }
+            I8x32 w[8];
+            for (int i = 0; i < 8; ++i) w[i] = load_bytes(chunk + 16 + 32 * kInterleaveLanes[i]);
+#if !defined(RILL_LANES_SIGNED_BYTES)  // x86 takes |w| once per weight block and moves its sign onto each token's bytes
+            I8x32 magnitude[8];
+            for (int i = 0; i < 8; ++i) magnitude[i] = abs_bytes(w[i]);
+#endif
             const F32x8 dw = load_f16(chunk);
             for (int t = 0; t < T; ++t) {
                 const I8x32 x = load_bytes(q[t] + 32 * b);
                 I32x8 p[8];
+#if defined(RILL_LANES_SIGNED_BYTES)  // NEON multiplies the signed bytes as they are
+                for (int i = 0; i < 8; ++i) p[i] = dot_s8s8(w[i], x);
+#else
                 for (int i = 0; i < 8; ++i) p[i] = dot_u8s8(magnitude[i], apply_sign(x, w[i]));
+#endif
                 acc[t] = fma_f(to_f32(hsum8x8(p)), mul_f(dw, splat_f(d[t][b])), acc[t]);
             }
         }

@@ -55,6 +55,10 @@ static inline I32x8 dot_u8s8(I8x32 u, I8x32 s) {
 }
 // Pair sums u[2k]*s[2k] + u[2k+1]*s[2k+1] as int16, to be weighted by per-sub-block scales.
 static inline I16x16 mul_u8s8(I8x32 u, I8x32 s) { return {_mm256_maddubs_epi16(u.v, s.v)}; }
+// Sum of w[i] * x[i] over each group of four signed bytes, as |w| times x carrying w's sign (exact:
+// |w| <= 128 and |x| <= 127 keep every pair within int16).
+static inline I32x8 dot_s8s8(I8x32 w, I8x32 x) { return dot_u8s8(abs_bytes(w), apply_sign(x, w)); }
+static inline I16x16 mul_s8s8(I8x32 w, I8x32 x) { return mul_u8s8(abs_bytes(w), apply_sign(x, w)); }
 static inline I32x8 madd16(I16x16 a, I16x16 b) { return {_mm256_madd_epi16(a.v, b.v)}; }
 static inline I16x16 splat16(int16_t a) { return {_mm256_set1_epi16(a)}; }
 // Lanes 0..7 (bytes 0..15 of the pair products) take lo, lanes 8..15 take hi.

@@ -93,6 +93,10 @@ static inline I16x16 mul_u8s8(I8x32 u, I8x32 s) {
     }
     return r;
 }
+// Sum of w[i] * x[i] over each group of four signed bytes, as |w| times x carrying w's sign (exact:
+// |w| <= 128 and |x| <= 127 keep every pair within int16).
+static inline I32x8 dot_s8s8(I8x32 w, I8x32 x) { return dot_u8s8(abs_bytes(w), apply_sign(x, w)); }
+static inline I16x16 mul_s8s8(I8x32 w, I8x32 x) { return mul_u8s8(abs_bytes(w), apply_sign(x, w)); }
 static inline I32x8 madd16(I16x16 a, I16x16 b) {
     I32x8 r;
     for (int i = 0; i < 8; ++i) r.w[i] = int32_t(a.h[2 * i]) * b.h[2 * i] + int32_t(a.h[2 * i + 1]) * b.h[2 * i + 1];

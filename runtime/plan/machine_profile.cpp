@@ -70,14 +70,22 @@ int count_cpu_list(const std::string& list) {
     return std::max(1, n);
 }
 
+// x86's "model name"; ARM64 kernels print no name, only the core's implementer and part numbers
+// (0x41 0xd0c: an Arm Neoverse N1), which name it as well.
 std::string cpu_name() {
     std::ifstream in("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(in, line))
-        if (line.rfind("model name", 0) == 0) {
-            const size_t colon = line.find(':');
-            if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
-        }
+    std::string line, implementer, part;
+    const auto value = [&]() {
+        const size_t colon = line.find(':');
+        const size_t start = colon == std::string::npos ? std::string::npos : line.find_first_not_of(" \t", colon + 1);
+        return start == std::string::npos ? std::string() : line.substr(start);
+    };
+    while (std::getline(in, line)) {
+        if (line.rfind("model name", 0) == 0) return value();
+        if (line.rfind("CPU implementer", 0) == 0 && implementer.empty()) implementer = value();
+        if (line.rfind("CPU part", 0) == 0 && part.empty()) part = value();
+    }
+    if (!implementer.empty()) return "ARM implementer " + implementer + " part " + part;
     return "unknown CPU";
 }
 
