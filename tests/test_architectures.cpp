@@ -1,6 +1,7 @@
 // The families beyond llama and qwen2 against ../shared/arch: small models written by llama.cpp's own
 // gguf-py, with a float64 forward pass written from llama.cpp's graph (ref_*) and llama.cpp's outputs.
 #include "catch.h"
+#include "kernel_paths.h"
 
 #include <cmath>
 #include <cstring>
@@ -51,7 +52,7 @@ TEST_CASE("each new family's log-probs after the prompt are within 1e-3 of the f
     for (const char* name : kF32Families) {
         ArchCase c = open_case(name);
         const auto prompt = c.data["prompt_tokens"].get<std::vector<int32_t>>();
-        for (const simd::KernelPath path : simd::supported_kernel_paths()) {
+        for (const simd::KernelPath path : test::kernel_paths()) {
             INFO(name << " on " << simd::kernel_path_name(path));
             Session session(*c.model, options(path, 2));
             const double distance = max_distance(session.eval(prompt), c.data["ref_logprobs_last"]);
@@ -76,7 +77,7 @@ TEST_CASE("each new family's greedy tokens follow the reference until its margin
         const auto margins = c.data["ref_greedy_step_margins"].get<std::vector<double>>();
         size_t must_agree = 0;
         while (must_agree < ref.size() && margins[must_agree] >= 0.25) ++must_agree;
-        for (const simd::KernelPath path : simd::supported_kernel_paths()) {
+        for (const simd::KernelPath path : test::kernel_paths()) {
             INFO(name << " on " << simd::kernel_path_name(path) << ", steps that must agree: " << must_agree);
             Session session(*c.model, options(path, 2));
             const auto ours = test::greedy(session, c.data["prompt_tokens"].get<std::vector<int32_t>>(), int(ref.size()));
@@ -90,7 +91,7 @@ TEST_CASE("each new family's logits are bit-identical with 1 and 2 threads on ev
     for (const char* name : {"qwen3-A", "gemma3-A", "phi3-A", "qwen3moe-A", "gpt-oss-A"}) {
         ArchCase c = open_case(name);
         const auto prompt = c.data["prompt_tokens"].get<std::vector<int32_t>>();
-        for (const simd::KernelPath path : simd::supported_kernel_paths()) {
+        for (const simd::KernelPath path : test::kernel_paths()) {
             INFO(name << " on " << simd::kernel_path_name(path));
             Session one(*c.model, SessionOptions{.n_threads = 1, .kernels = path});
             Session two(*c.model, SessionOptions{.n_threads = 2, .kernels = path});
@@ -166,7 +167,7 @@ TEST_CASE("gpt-oss's log-probs are within 1e-3 of the reference exactly, and wit
     ArchCase c = open_case("gpt-oss-A");
     const auto prompt = c.data["prompt_tokens"].get<std::vector<int32_t>>();
     const double theirs = c.data["max_abs_diff_llamacpp_vs_ref"].get<double>();
-    for (const simd::KernelPath path : simd::supported_kernel_paths()) {
+    for (const simd::KernelPath path : test::kernel_paths()) {
         INFO(simd::kernel_path_name(path) << ", llama.cpp " << theirs);
         Session session(*c.model, options(path, 2));
         const double distance = max_distance(session.eval(prompt), c.data["ref_logprobs_last"]);

@@ -1,6 +1,7 @@
 // The forward pass against references no one here wrote: llama2.c's stories260K run and the
 // float64 reference on the golden synthetic models.
 #include "catch.h"
+#include "kernel_paths.h"
 
 #include <cmath>
 #include <memory>
@@ -104,7 +105,7 @@ TEST_CASE("a prompt evaluated token by token matches one batch within float roun
 }
 
 TEST_CASE("logits are bit-identical with 1 and 2 threads on every kernel path", "[forward][threads]") {
-    for (const simd::KernelPath kernels : simd::supported_kernel_paths())
+    for (const simd::KernelPath kernels : test::kernel_paths())
     for (const char* path : {"models/stories260K/stories260K.gguf", "golden/synth-llama-A.Q4_K_M.gguf",
                              "golden/synth-llama-A.Q4_0.gguf", "golden/synth-llama-A.F16.gguf"}) {
         INFO(simd::kernel_path_name(kernels) << " " << path);
@@ -160,7 +161,7 @@ TEST_CASE("every golden model's next-token log-probs are within 1e-4 of the floa
 // from the reference is of llama.cpp's size: measured 0.70x-1.05x of it per file. The bound allows 25%
 // for blocks that round the other way. Float weights keep float activations: the exact bound holds.
 TEST_CASE("on every integer kernel path each golden model stays within 1.25x llama.cpp's own distance from the reference", "[forward][golden][kernels]") {
-    for (const simd::KernelPath path : simd::supported_kernel_paths()) {
+    for (const simd::KernelPath path : test::kernel_paths()) {
         if (path == simd::KernelPath::Reference) continue;
         for (const char* format : kGoldenFormats) {
             INFO(simd::kernel_path_name(path) << " " << format);
@@ -182,7 +183,7 @@ TEST_CASE("on every integer kernel path each golden model stays within 1.25x lla
 }
 
 TEST_CASE("every golden model's greedy tokens follow the reference until its margin falls below 0.25, on every kernel path", "[forward][golden]") {
-    for (const simd::KernelPath path : simd::supported_kernel_paths())
+    for (const simd::KernelPath path : test::kernel_paths())
     for (const char* format : kGoldenFormats) {
         INFO(simd::kernel_path_name(path) << " " << format);
         Golden g = open_golden(format, path);

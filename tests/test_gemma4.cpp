@@ -5,6 +5,7 @@
 // float32 pass must land within 1e-4 of the reference; llama.cpp's FP16 GELU table puts it 4e-3 to
 // 9e-3 away.
 #include "catch.h"
+#include "kernel_paths.h"
 
 #include <cmath>
 #include <filesystem>
@@ -58,7 +59,7 @@ TEST_CASE("gemma4's 16 greedy tokens equal the reference's on every kernel path"
     for (const char* name : kGemma4) {
         Gemma4Case c = open_case(name);
         const auto ref = c.data["ref_greedy"].get<std::vector<int32_t>>();
-        for (const simd::KernelPath path : simd::supported_kernel_paths()) {
+        for (const simd::KernelPath path : test::kernel_paths()) {
             INFO(name << " on " << simd::kernel_path_name(path));
             Session session(*c.model, exact_options(2, 512, path));
             CHECK(test::greedy(session, c.prompt(), int(ref.size())) == ref);
@@ -69,7 +70,7 @@ TEST_CASE("gemma4's 16 greedy tokens equal the reference's on every kernel path"
 TEST_CASE("gemma4's logits are bit-identical with 1 and 2 threads on every kernel path", "[gemma4][threads]") {
     for (const char* name : kGemma4) {
         Gemma4Case c = open_case(name);
-        for (const simd::KernelPath path : simd::supported_kernel_paths()) {
+        for (const simd::KernelPath path : test::kernel_paths()) {
             INFO(name << " on " << simd::kernel_path_name(path));
             Session one(*c.model, SessionOptions{.n_threads = 1, .kernels = path});
             Session two(*c.model, SessionOptions{.n_threads = 2, .kernels = path});

@@ -1,6 +1,7 @@
 // Models whose layers carry a recurrent state beside the KV cache (Qwen3.5's Gated DeltaNet), against
 // ../shared/arch/qwen35-A and qwen35moe-A: llama.cpp's gguf-py files with a float64 reference pass.
 #include "catch.h"
+#include "kernel_paths.h"
 
 #include <cmath>
 #include <cstring>
@@ -70,7 +71,7 @@ size_t bits_differing(std::span<const float> a, std::span<const float> b) {
 TEST_CASE("a Gated DeltaNet hybrid's log-probs after the prompt are within 1e-4 of the float64 reference on every kernel path", "[hybrid]") {
     for (const char* name : kHybrids) {
         HybridCase c = open_case(name);
-        for (const simd::KernelPath path : simd::supported_kernel_paths()) {
+        for (const simd::KernelPath path : test::kernel_paths()) {
             INFO(name << " on " << simd::kernel_path_name(path));
             Session session(*c.model, exact_options(2, 512, path));
             const double distance = distance_to(session.eval(c.prompt()), c.data["ref_logprobs_last"]);
@@ -92,7 +93,7 @@ TEST_CASE("a hybrid's 16 greedy tokens equal the reference's", "[hybrid]") {
 TEST_CASE("a hybrid's logits are bit-identical with 1 and 2 threads on every kernel path", "[hybrid][threads]") {
     for (const char* name : kHybrids) {
         HybridCase c = open_case(name);
-        for (const simd::KernelPath path : simd::supported_kernel_paths()) {
+        for (const simd::KernelPath path : test::kernel_paths()) {
             INFO(name << " on " << simd::kernel_path_name(path));
             Session one(*c.model, exact_options(1, 512, path));
             Session two(*c.model, exact_options(2, 512, path));
@@ -275,7 +276,7 @@ TEST_CASE("a hybrid's prompt through the chunked form of the rule agrees with to
     for (const char* name : kHybrids) {
         HybridCase c = open_case(name);
         const auto long_prompt = c.data["long_prompt_160"]["tokens"].get<std::vector<int32_t>>();
-        for (const simd::KernelPath path : simd::supported_kernel_paths()) {
+        for (const simd::KernelPath path : test::kernel_paths()) {
             if (path == simd::KernelPath::Reference) continue;  // the reference path keeps the recurrence
             INFO(name << " on " << simd::kernel_path_name(path));
             SessionOptions chunked = exact_options(2, 512, path);

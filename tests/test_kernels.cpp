@@ -2,10 +2,13 @@
 // the same inputs: the weights dequantized by the scalar reference and the activations as the
 // kernel prepared them.
 #include "catch.h"
+#include "kernel_paths.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string_view>
 #include <vector>
 
 #include "numeric.h"
@@ -25,7 +28,7 @@ namespace {
 
 std::vector<simd::KernelPath> integer_paths() {
     std::vector<simd::KernelPath> paths;
-    for (const simd::KernelPath p : simd::supported_kernel_paths())
+    for (const simd::KernelPath p : test::kernel_paths())
         if (p != simd::KernelPath::Reference) paths.push_back(p);
     return paths;
 }
@@ -58,6 +61,16 @@ TEST_CASE("every integer path is available on the build's CPU family and the gen
     CHECK(std::find(paths.begin(), paths.end(), simd::KernelPath::Generic) != paths.end());
     for (const auto p : paths) CHECK(simd::parse_kernel_path(simd::kernel_path_name(p)) == p);
     CHECK_FALSE(simd::parse_kernel_path("avx9").has_value());
+}
+
+// A run that knows its CPU (scripts/cross-arm64.sh under each qemu CPU model) names the fastest path it
+// must get, so a build or a detection that falls back to the generic path fails here.
+TEST_CASE("the fastest kernel path is the one the run expects of its CPU", "[kernels]") {
+    const char* expected = std::getenv("RILL_EXPECT_KERNELS");
+    if (expected == nullptr || *expected == '\0') return;
+    const simd::KernelPath best = simd::supported_kernel_paths().back();
+    WARN("kernel paths: best is " << simd::kernel_path_name(best));
+    CHECK(simd::kernel_path_name(best) == std::string_view(expected));
 }
 
 TEST_CASE("prepared activations round each element to its block's nearest 8-bit step", "[kernels]") {
@@ -425,7 +438,7 @@ TEST_CASE("matmul over tasks gives each task exactly what matmul gives it alone,
     const test::RandomWeight a(TensorType::Q4_K, 136, 512, 1), b(TensorType::Q6_K, 72, 512, 300), c(TensorType::Q8_0, 40, 256, 500),
         d(TensorType::F16, 24, 256, 700);
     const auto x512 = test::normal_floats(5 * 512, 21), x256 = test::normal_floats(3 * 256, 22);
-    for (const simd::KernelPath path : simd::supported_kernel_paths()) {
+    for (const simd::KernelPath path : test::kernel_paths()) {
         INFO(simd::kernel_path_name(path));
         // a and b read the same three tokens, c one token, d three, b again five of its own.
         struct Case {

@@ -2,6 +2,7 @@
 // names and refusals, what a row costs and holds, that every decode invariant still holds bit for bit,
 // saved states, and how far each type moves the log-probs from an F16 cache.
 #include "catch.h"
+#include "kernel_paths.h"
 
 #include <cstring>
 #include <memory>
@@ -118,7 +119,7 @@ TEST_CASE("the KV cache counts each type's bytes: q8_0 takes 34 per 32 values, q
 TEST_CASE("logits are bit-identical with 1 and 2 threads for every KV type on every kernel path", "[kv][threads]") {
     const auto model = open_model("golden/synth-llama-A.Q4_K_M.gguf");
     const std::vector<int32_t> prompt = {1, 404, 339, 453, 375, 371, 112, 331, 150, 90};
-    for (const simd::KernelPath path : simd::supported_kernel_paths())
+    for (const simd::KernelPath path : test::kernel_paths())
         for (const KvTypes types : type_choices()) {
             INFO(simd::kernel_path_name(path) << " " << kv_types_label(types));
             Session one(*model, SessionOptions{.n_ctx = 64, .n_threads = 1, .kv_types = types, .kernels = path});
@@ -135,7 +136,7 @@ TEST_CASE("for every KV type, a prompt split into pieces of any size alongside a
     const auto model = open_model("golden/synth-llama-A.Q4_K_M.gguf");
     std::vector<int32_t> prompt;
     for (int i = 0; i < 40; ++i) prompt.push_back(1 + (i * 37) % 300);
-    for (const simd::KernelPath path : simd::supported_kernel_paths())
+    for (const simd::KernelPath path : test::kernel_paths())
         for (const KvTypes types : type_choices()) {
             INFO(simd::kernel_path_name(path) << " " << kv_types_label(types));
             const SessionOptions o{.n_ctx = 128, .n_threads = 2, .kv_types = types, .n_batch = 16, .kernels = path};
@@ -250,7 +251,7 @@ TEST_CASE("q8_0 keys and values stay within 0.05 of an F16 cache's log-probs aft
 // 0.0778 token by token on avx512, 0.052 elsewhere; a misread block (wrong scale, nibble order or head
 // offset) moves log-probs by more than 1.
 TEST_CASE("q8_0 keys and values move log-probs no further than 1.25x llama.cpp's own q8_0 cache, on every kernel path", "[kv][golden]") {
-    for (const simd::KernelPath path : simd::supported_kernel_paths())
+    for (const simd::KernelPath path : test::kernel_paths())
         for (const bool token_by_token : {true, false}) {
             const double distance = kv_distance("F32", KvType::Q8_0, path, token_by_token);
             INFO(simd::kernel_path_name(path) << (token_by_token ? " token by token" : " one batch") << ": max |Δ log-prob| " << distance);

@@ -4,6 +4,7 @@
 // broken feature at >= 0.43 but the conv state zeroed halfway (0.76) and eps (3e-4): 1e-4 is the
 // bound for an exact float32 pass.
 #include "catch.h"
+#include "kernel_paths.h"
 
 #include <cmath>
 #include <memory>
@@ -38,7 +39,7 @@ const auto copy = test::copy_of;
 TEST_CASE("LFM2's log-probs after the prompt are within 1e-4 of the float64 reference on every kernel path", "[lfm2]") {
     for (const char* name : kLfm2) {
         Lfm2Case c = open_case(name);
-        for (const simd::KernelPath path : simd::supported_kernel_paths()) {
+        for (const simd::KernelPath path : test::kernel_paths()) {
             Session session(*c.model, exact_options(2, 512, path));
             const double distance = test::max_logprob_distance(session.eval(c.prompt()), c.data["ref_logprobs_last"].get<std::vector<double>>());
             INFO(name << " on " << simd::kernel_path_name(path) << ": " << distance);
@@ -51,7 +52,7 @@ TEST_CASE("LFM2's 16 greedy tokens equal the reference's on every kernel path", 
     for (const char* name : kLfm2) {
         Lfm2Case c = open_case(name);
         const auto ref = c.data["ref_greedy"].get<std::vector<int32_t>>();
-        for (const simd::KernelPath path : simd::supported_kernel_paths()) {
+        for (const simd::KernelPath path : test::kernel_paths()) {
             INFO(name << " on " << simd::kernel_path_name(path));
             Session session(*c.model, exact_options(2, 512, path));
             CHECK(test::greedy(session, c.prompt(), int(ref.size())) == ref);
@@ -62,7 +63,7 @@ TEST_CASE("LFM2's 16 greedy tokens equal the reference's on every kernel path", 
 TEST_CASE("LFM2's logits are bit-identical with 1 and 2 threads on every kernel path", "[lfm2][threads]") {
     for (const char* name : kLfm2) {
         Lfm2Case c = open_case(name);
-        for (const simd::KernelPath path : simd::supported_kernel_paths()) {
+        for (const simd::KernelPath path : test::kernel_paths()) {
             INFO(name << " on " << simd::kernel_path_name(path));
             Session one(*c.model, SessionOptions{.n_threads = 1, .kernels = path});
             Session two(*c.model, SessionOptions{.n_threads = 2, .kernels = path});

@@ -5,6 +5,7 @@
 // log-probs by 0.69 (the grouped norm's gains) to 4.6 (the taps' order), and the two runtimes compute
 // in float32 with no tables or rounded activations: 1e-3 tells every one of them apart.
 #include "catch.h"
+#include "kernel_paths.h"
 
 #include <cmath>
 #include <filesystem>
@@ -78,7 +79,7 @@ TEST_CASE("Nemotron-H's layer kinds come from its per-layer head and FFN counts"
 
 TEST_CASE("Mamba-2's log-probs after the prompt are within 1e-3 of llama.cpp's on every kernel path", "[mamba2]") {
     const NemotronCase& c = nemotron();
-    for (const simd::KernelPath path : simd::supported_kernel_paths()) {
+    for (const simd::KernelPath path : test::kernel_paths()) {
         Session session(*c.model, exact_options(2, 512, path));
         const double distance =
             test::max_logprob_distance(session.eval(c.prompt()), c.data["llamacpp_logprobs_last"].get<std::vector<double>>());
@@ -96,7 +97,7 @@ TEST_CASE("Mamba-2's 16 greedy tokens equal llama.cpp's", "[mamba2]") {
 
 TEST_CASE("Mamba-2's logits are bit-identical with 1 and 2 threads on every kernel path", "[mamba2][threads]") {
     const NemotronCase& c = nemotron();
-    for (const simd::KernelPath path : simd::supported_kernel_paths()) {
+    for (const simd::KernelPath path : test::kernel_paths()) {
         INFO(simd::kernel_path_name(path));
         Session one(*c.model, SessionOptions{.n_threads = 1, .kernels = path});
         Session two(*c.model, SessionOptions{.n_threads = 2, .kernels = path});
@@ -171,7 +172,7 @@ TEST_CASE("Nemotron-H-MoE's expert layers are those with an FFN width, the rest 
 
 TEST_CASE("Nemotron-H-MoE's log-probs after the prompt are within 1e-3 of llama.cpp's on every kernel path", "[mamba2][moe]") {
     const NemotronCase& c = nemotron_moe();
-    for (const simd::KernelPath path : simd::supported_kernel_paths()) {
+    for (const simd::KernelPath path : test::kernel_paths()) {
         Session session(*c.model, exact_options(2, 512, path));
         const double distance =
             test::max_logprob_distance(session.eval(c.prompt()), c.data["llamacpp_logprobs_last"].get<std::vector<double>>());
