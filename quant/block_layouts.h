@@ -30,6 +30,26 @@ struct BlockQ6_K { uint8_t ql[128]; uint8_t qh[64]; int8_t scales[16]; uint16_t 
 // 8 sub-blocks of 32 with 6-bit scales, quants index the non-linear IQ4 table.
 struct BlockIQ4_XS { uint16_t d; uint16_t scales_h; uint8_t scales_l[4]; uint8_t qs[128]; };
 
+// The IQ1–IQ3 types: 256 values as grid indices (quant/iq_grids.h) with signs and small scales.
+// IQ2_XXS: per 32 values four 8-bit grid indices, then 4×7 sign bits and a 4-bit scale in a uint32.
+struct BlockIQ2_XXS { uint16_t d; uint16_t qs[32]; };
+// IQ2_XS: per 8 values a 9-bit index and a 7-bit sign index; two 4-bit scales per 32.
+struct BlockIQ2_XS { uint16_t d; uint16_t qs[32]; uint8_t scales[8]; };
+// IQ2_S: 10-bit indices (low 8 in qs[0..31], 2 high in qh), 8 sign bits per 8 in qs[32..63].
+struct BlockIQ2_S { uint16_t d; uint8_t qs[64]; uint8_t qh[8]; uint8_t scales[8]; };
+// IQ3_XXS: 8-bit indices of 4 values in qs[0..63], then per 32 values a uint32 of signs and scale.
+struct BlockIQ3_XXS { uint16_t d; uint8_t qs[96]; };
+// IQ3_S: 9-bit indices of 4 values (high bits in qh), 8 sign bits per 8, 4-bit scales per 32.
+struct BlockIQ3_S { uint16_t d; uint8_t qs[64]; uint8_t qh[8]; uint8_t signs[32]; uint8_t scales[4]; };
+// IQ1_S: 11-bit indices of 8 signed values; per 32, qh holds 4×3 index bits, a 3-bit scale and the
+// delta's sign.
+struct BlockIQ1_S { uint16_t d; uint8_t qs[32]; uint16_t qh[8]; };
+// IQ1_M: no d field; the half scale is spread over the top nibbles of the four 16-bit scale words.
+struct BlockIQ1_M { uint8_t qs[32]; uint8_t qh[16]; uint8_t scales[8]; };
+// Ternary: TQ1_0 packs 5 trits per byte (qs) and 4 per byte (qh) in base 3; TQ2_0 2 bits each.
+struct BlockTQ1_0 { uint8_t qs[48]; uint8_t qh[4]; uint16_t d; };
+struct BlockTQ2_0 { uint8_t qs[64]; uint16_t d; };
+
 static_assert(sizeof(BlockQ4_0) == 18);
 static_assert(sizeof(BlockQ4_1) == 20);
 static_assert(sizeof(BlockQ5_0) == 22);
@@ -43,6 +63,15 @@ static_assert(sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockIQ4_XS) == 136);
+static_assert(sizeof(BlockIQ2_XXS) == 66);
+static_assert(sizeof(BlockIQ2_XS) == 74);
+static_assert(sizeof(BlockIQ2_S) == 82);
+static_assert(sizeof(BlockIQ3_XXS) == 98);
+static_assert(sizeof(BlockIQ3_S) == 110);
+static_assert(sizeof(BlockIQ1_S) == 50);
+static_assert(sizeof(BlockIQ1_M) == 56);
+static_assert(sizeof(BlockTQ1_0) == 54);
+static_assert(sizeof(BlockTQ2_0) == 66);
 
 // The 16 levels IQ4_NL and IQ4_XS quants index, from ggml.
 inline constexpr int8_t kIQ4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "block_layouts.h"
+#include "dequantize_iq.h"
 #include "fp16.h"
 #include "tensor_type.h"
 
@@ -264,6 +265,15 @@ constexpr TensorTypeTraits kTypes[] = {
     {TensorType::IQ4_NL, "IQ4_NL", 32, sizeof(BlockIQ4_NL), dequantize_iq4_nl},
     {TensorType::IQ4_XS, "IQ4_XS", kSuperBlock, sizeof(BlockIQ4_XS), dequantize_iq4_xs},
     {TensorType::MXFP4, "MXFP4", 32, sizeof(BlockMXFP4), dequantize_mxfp4},
+    {TensorType::IQ2_XXS, "IQ2_XXS", kSuperBlock, sizeof(BlockIQ2_XXS), dequantize_iq2_xxs},
+    {TensorType::IQ2_XS, "IQ2_XS", kSuperBlock, sizeof(BlockIQ2_XS), dequantize_iq2_xs},
+    {TensorType::IQ2_S, "IQ2_S", kSuperBlock, sizeof(BlockIQ2_S), dequantize_iq2_s},
+    {TensorType::IQ3_XXS, "IQ3_XXS", kSuperBlock, sizeof(BlockIQ3_XXS), dequantize_iq3_xxs},
+    {TensorType::IQ3_S, "IQ3_S", kSuperBlock, sizeof(BlockIQ3_S), dequantize_iq3_s},
+    {TensorType::IQ1_S, "IQ1_S", kSuperBlock, sizeof(BlockIQ1_S), dequantize_iq1_s},
+    {TensorType::IQ1_M, "IQ1_M", kSuperBlock, sizeof(BlockIQ1_M), dequantize_iq1_m},
+    {TensorType::TQ1_0, "TQ1_0", kSuperBlock, sizeof(BlockTQ1_0), dequantize_tq1_0},
+    {TensorType::TQ2_0, "TQ2_0", kSuperBlock, sizeof(BlockTQ2_0), dequantize_tq2_0},
 };
 
 // ggml's type ids up to the newest rill knows of, for naming types rill cannot read.

@@ -10,7 +10,8 @@
 
 namespace rill {
 
-// True for every type quantize_row can write (all types rill reads).
+// True for every type quantize_row can write: all types rill reads but the IQ1–IQ3 ones, whose
+// quantizers (grid searches with an importance matrix) are still to come.
 bool can_quantize(TensorType type);
 
 // Quantizes n floats (n a multiple of the type's block size) into row_bytes(type, n) bytes at `out`.
@@ -33,6 +34,8 @@ void quantize_q6_k(const float* in, uint8_t* blocks, size_t n_blocks);
 void quantize_iq4_nl(const float* in, uint8_t* blocks, size_t n_blocks);
 void quantize_iq4_xs(const float* in, uint8_t* blocks, size_t n_blocks);
 void quantize_mxfp4(const float* in, uint8_t* blocks, size_t n_blocks);
+void quantize_tq1_0(const float* in, uint8_t* blocks, size_t n_blocks);
+void quantize_tq2_0(const float* in, uint8_t* blocks, size_t n_blocks);
 
 // ggml's nearest_int: adding 1.5 * 2^23 leaves round(x) (ties to even) in the low mantissa bits.
 // Valid for |x| < 2^22; larger or non-finite inputs give a meaningless but defined result, as in ggml.

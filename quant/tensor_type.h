@@ -22,9 +22,18 @@ enum class TensorType : uint32_t {
     Q4_K = 12,
     Q5_K = 13,
     Q6_K = 14,
+    IQ2_XXS = 16,
+    IQ2_XS = 17,
+    IQ3_XXS = 18,
+    IQ1_S = 19,
     IQ4_NL = 20,
+    IQ3_S = 21,
+    IQ2_S = 22,
     IQ4_XS = 23,
+    IQ1_M = 29,
     BF16 = 30,
+    TQ1_0 = 34,  // ternary (BitNet-style): -1, 0, +1 times one scale per 256
+    TQ2_0 = 35,
     MXFP4 = 39,  // gpt-oss experts: E2M1 codes with one power-of-two (E8M0) scale per 32
 };
 

@@ -116,7 +116,16 @@ ActFormat act_format(TensorType type, KernelPath path) {
         case TensorType::Q4_K:
         case TensorType::Q5_K:
         case TensorType::Q6_K:
-        case TensorType::IQ4_XS: return ActFormat::Q8x256;
+        case TensorType::IQ4_XS:
+        case TensorType::IQ2_XXS:
+        case TensorType::IQ2_XS:
+        case TensorType::IQ2_S:
+        case TensorType::IQ3_XXS:
+        case TensorType::IQ3_S:
+        case TensorType::IQ1_S:
+        case TensorType::IQ1_M:
+        case TensorType::TQ1_0:
+        case TensorType::TQ2_0: return ActFormat::Q8x256;
         default: return ActFormat::Q8x32;
     }
 }
@@ -150,6 +159,15 @@ DotRowsFn GemvKernels::dot_rows(TensorType type, bool ahead) const {
         case TensorType::Q6_K: return q6_k;
         case TensorType::IQ4_XS: return iq4_xs;
         case TensorType::MXFP4: return mxfp4;
+        case TensorType::IQ2_XXS: return iq2_xxs;
+        case TensorType::IQ2_XS: return iq2_xs;
+        case TensorType::IQ2_S: return iq2_s;
+        case TensorType::IQ3_XXS: return iq3_xxs;
+        case TensorType::IQ3_S: return iq3_s;
+        case TensorType::IQ1_S: return iq1_s;
+        case TensorType::IQ1_M: return iq1_m;
+        case TensorType::TQ1_0: return tq1_0;
+        case TensorType::TQ2_0: return tq2_0;
     }
     return nullptr;
 }

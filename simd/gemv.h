@@ -79,6 +79,8 @@ struct GemvKernels {
     DotHeadsFn dot_heads_f32, dot_heads_f16, dot_heads_bf16;
     WeightedSumHeadsFn weighted_sum_heads_f32, weighted_sum_heads_f16, weighted_sum_heads_bf16;
     DeltaRuleFn delta_rule;
+    // The IQ1–IQ3 and ternary types (gemv_iq.inl), with Q8x256 activations.
+    DotRowsFn iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s, iq1_s, iq1_m, tq1_0, tq2_0;
     // F16 and BF16 rows that also ask for the weights kPrefetchAhead bytes ahead of the ones being
     // multiplied: the same bits as f16 and bf16. Which form streams faster is the CPU's: on an Intel Xeon
     // (family 6 model 207) asking ahead decoded tinyllama F16 1.5x as fast, on an AMD Zen 4 (family 25

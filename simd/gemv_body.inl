@@ -417,6 +417,8 @@ static float dot_row_iq4_xs(const uint8_t* w, size_t n, const uint8_t* act) {
     return hsum_f(acc);
 }
 
+#include "gemv_iq.inl"
+
 // ---- Eight interleaved rows (quant/interleave.h) -------------------------------------------------
 // Q4_0: two rows share a register (row A's 16 quant bytes, then row B's), so one pair of masks
 // yields both rows' low and high nibbles and each activation half is broadcast once for all rows.
@@ -837,5 +839,14 @@ static const GemvKernels kKernels = {
     weighted_sum_heads<2, load_f16>,
     weighted_sum_heads<2, load_bf16>,
     delta_rule,
+    dot_rows<dot_row_iq2_xxs>,
+    dot_rows<dot_row_iq2_xs>,
+    dot_rows<dot_row_iq2_s>,
+    dot_rows<dot_row_iq3_xxs>,
+    dot_rows<dot_row_iq3_s>,
+    dot_rows<dot_row_iq1_s>,
+    dot_rows<dot_row_iq1_m>,
+    dot_rows<dot_row_tq1_0>,
+    dot_rows<dot_row_tq2_0>,
     RILL_DOT_ROWS_AHEAD,
 };

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "quant/block_layouts.h"
+#include "quant/iq_grids.h"
 #include "quant/interleave.h"
 #include "simd/gemv.h"
 

@@ -225,3 +225,26 @@ static inline I16x16 widen_low_nibbles8(const uint8_t* p) {
     return {_mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(low))};
 }
 static inline I32x8 load_i32x8(const int32_t* p) { return {_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))}; }
+
+// ---- For the IQ grids and ternary types (gemv_iq.inl) ----
+// Four 8-byte grid entries side by side (a in bytes 0..7), or eight 4-byte ones.
+static inline I8x32 bytes_u64x4(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
+    return {_mm256_set_epi64x(int64_t(d), int64_t(c), int64_t(b), int64_t(a))};
+}
+static inline I8x32 bytes_u32x8(const uint32_t v[8]) {
+    return {_mm256_set_epi32(int(v[7]), int(v[6]), int(v[5]), int(v[4]), int(v[3]), int(v[2]), int(v[1]), int(v[0]))};
+}
+// x negated where mask's byte is 0xff, kept where it is 0 (two's complement: (x ^ m) - m).
+static inline I8x32 negate_where(I8x32 x, I8x32 mask) { return {_mm256_sub_epi8(_mm256_xor_si256(x.v, mask.v), mask.v)}; }
+static inline I8x32 add_bytes(I8x32 a, I8x32 b) { return {_mm256_add_epi8(a.v, b.v)}; }
+// Trit n of TQ1_0's base-3 bytes, 0..2: (byte * 3^n mod 256) * 3 >> 8; bytes 0..15 take pow_lo = 3^n,
+// bytes 16..31 pow_hi. Bytes are multiplied in 16-bit lanes, even and odd bytes apart.
+static inline I8x32 trits(I8x32 bytes, uint8_t pow_lo, uint8_t pow_hi) {
+    const __m256i pow = _mm256_set_m128i(_mm_set1_epi16(pow_hi), _mm_set1_epi16(pow_lo)), low = _mm256_set1_epi16(0x00ff);
+    const __m256i three = _mm256_set1_epi16(3);
+    const __m256i even = _mm256_and_si256(_mm256_mullo_epi16(bytes.v, pow), low);
+    const __m256i odd = _mm256_and_si256(_mm256_mullo_epi16(_mm256_srli_epi16(bytes.v, 8), pow), low);
+    const __m256i t_even = _mm256_srli_epi16(_mm256_mullo_epi16(even, three), 8);
+    const __m256i t_odd = _mm256_srli_epi16(_mm256_mullo_epi16(odd, three), 8);
+    return {_mm256_or_si256(t_even, _mm256_slli_epi16(t_odd, 8))};
+}

@@ -317,3 +317,31 @@ static inline I16x16 widen_low_nibbles8(const uint8_t* p) {
     return r;
 }
 static inline I32x8 load_i32x8(const int32_t* p) { I32x8 r; std::memcpy(r.w, p, 32); return r; }
+
+// ---- For the IQ grids and ternary types (gemv_iq.inl) ----
+static inline I8x32 bytes_u64x4(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
+    I8x32 r;
+    const uint64_t v[4] = {a, b, c, d};
+    std::memcpy(r.b, v, 32);
+    return r;
+}
+static inline I8x32 bytes_u32x8(const uint32_t v[8]) {
+    I8x32 r;
+    std::memcpy(r.b, v, 32);
+    return r;
+}
+static inline I8x32 negate_where(I8x32 x, I8x32 mask) {
+    for (int i = 0; i < 32; ++i) x.b[i] = uint8_t((x.b[i] ^ mask.b[i]) - mask.b[i]);
+    return x;
+}
+static inline I8x32 add_bytes(I8x32 a, I8x32 b) {
+    for (int i = 0; i < 32; ++i) a.b[i] = uint8_t(a.b[i] + b.b[i]);
+    return a;
+}
+static inline I8x32 trits(I8x32 bytes, uint8_t pow_lo, uint8_t pow_hi) {
+    for (int i = 0; i < 32; ++i) {
+        const uint8_t q = uint8_t(bytes.b[i] * (i < 16 ? pow_lo : pow_hi));
+        bytes.b[i] = uint8_t((unsigned(q) * 3) >> 8);
+    }
+    return bytes;
+}

@@ -292,3 +292,23 @@ static inline I16x16 widen_low_nibbles8(const uint8_t* p) {
     return {{w, w}};
 }
 static inline I32x8 load_i32x8(const int32_t* p) { return {{vld1q_s32(p), vld1q_s32(p + 4)}}; }
+
+// ---- For the IQ grids and ternary types (gemv_iq.inl) ----
+static inline I8x32 bytes_u64x4(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
+    return {{vcombine_u8(vcreate_u8(a), vcreate_u8(b)), vcombine_u8(vcreate_u8(c), vcreate_u8(d))}};
+}
+static inline I8x32 bytes_u32x8(const uint32_t v[8]) {
+    return {{vreinterpretq_u8_u32(vld1q_u32(v)), vreinterpretq_u8_u32(vld1q_u32(v + 4))}};
+}
+// x negated where mask's byte is 0xff, kept where it is 0.
+static inline I8x32 negate_where(I8x32 x, I8x32 mask) {
+    return {{vsubq_u8(veorq_u8(x.h[0], mask.h[0]), mask.h[0]), vsubq_u8(veorq_u8(x.h[1], mask.h[1]), mask.h[1])}};
+}
+static inline I8x32 add_bytes(I8x32 a, I8x32 b) { return {{vaddq_u8(a.h[0], b.h[0]), vaddq_u8(a.h[1], b.h[1])}}; }
+// Trit n of TQ1_0's base-3 bytes, 0..2: (byte * 3^n mod 256) * 3 >> 8 (half 0 takes pow_lo, half 1 pow_hi).
+static inline uint8x16_t trits_half(uint8x16_t bytes, uint8_t pow) {
+    const uint8x16_t q = vmulq_u8(bytes, vdupq_n_u8(pow));
+    const uint8x8_t three = vdup_n_u8(3);
+    return vcombine_u8(vshrn_n_u16(vmull_u8(vget_low_u8(q), three), 8), vshrn_n_u16(vmull_high_u8(q, vdupq_n_u8(3)), 8));
+}
+static inline I8x32 trits(I8x32 bytes, uint8_t pow_lo, uint8_t pow_hi) { return {{trits_half(bytes.h[0], pow_lo), trits_half(bytes.h[1], pow_hi)}}; }

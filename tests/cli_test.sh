@@ -261,7 +261,7 @@ echo '{"version": ' >"$RILL_CACHE_DIR/machine.json"
   pass "a damaged profile is measured again and replaced" || fail "damaged profile: $(head -c 300 "$tmp/plan.err")"
 "$rill" plan --remeasure --json >"$tmp/machine.json" 2>/dev/null && node -e '
   const p = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
-  process.exit(p.read_gbps.length === p.thread_counts.length && Object.keys(p.types).length === 16 ? 0 : 1);' "$tmp/machine.json" &&
+  process.exit(p.read_gbps.length === p.thread_counts.length && Object.keys(p.types).length === 25 ? 0 : 1);' "$tmp/machine.json" &&
   pass "plan --remeasure alone prints the machine profile" || fail "plan --remeasure: $(head -c 300 "$tmp/machine.json")"
 expect_error 2 "plan with both -m and --preset" plan -m "$stories" --preset tiny --type Q4_0
 expect_error 2 "plan with an unknown preset" plan --preset llama-9 --type Q4_0

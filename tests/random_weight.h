@@ -8,6 +8,7 @@
 #include "quant/interleave.h"
 #include "quant/quantize.h"
 #include "runtime/model/model.h"
+#include "sample_blocks.h"
 
 namespace rill::test {
 
@@ -17,12 +18,13 @@ struct RandomWeight {
     GgufTensor tensor;
     Weight weight;
 
-    // Row r is quantized from normal_floats(cols, first_seed + r).
+    // Row r is random_row(type, cols, first_seed + r): quantized from normal_floats(cols, first_seed + r)
+    // where rill quantizes the type.
     RandomWeight(TensorType type, size_t rows, size_t cols, uint32_t first_seed)
         : bytes(row_bytes(type, cols) * rows), values(rows * cols) {
         const size_t stride = row_bytes(type, cols);
         for (size_t r = 0; r < rows; ++r) {
-            quantize_row(type, normal_floats(cols, first_seed + uint32_t(r)).data(), bytes.data() + r * stride, cols);
+            random_row(type, cols, first_seed + uint32_t(r), bytes.data() + r * stride);
             dequantize_row(type, bytes.data() + r * stride, values.data() + r * cols, cols);
         }
         tensor.type = type;

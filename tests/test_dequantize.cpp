@@ -1,6 +1,8 @@
 // Tensor types: block geometry, half-float conversion, and dequantization bit-exact with ggml.
 #include "catch.h"
 
+#include <cctype>
+
 #include <nlohmann/json.hpp>
 
 #include "quant/fp16.h"
@@ -25,7 +27,10 @@ TEST_CASE("every readable type has ggml's block size and bytes per block", "[qua
     const Geometry expected[] = {{"F32", 1, 4},      {"F16", 1, 2},       {"BF16", 1, 2},    {"Q4_0", 32, 18},
                                  {"Q4_1", 32, 20},   {"Q5_0", 32, 22},    {"Q5_1", 32, 24},  {"Q8_0", 32, 34},
                                  {"Q2_K", 256, 84},  {"Q3_K", 256, 110},  {"Q4_K", 256, 144}, {"Q5_K", 256, 176},
-                                 {"Q6_K", 256, 210}, {"IQ4_NL", 32, 18}, {"IQ4_XS", 256, 136}, {"MXFP4", 32, 17}};
+                                 {"Q6_K", 256, 210}, {"IQ4_NL", 32, 18}, {"IQ4_XS", 256, 136}, {"MXFP4", 32, 17},
+                                 {"IQ2_XXS", 256, 66}, {"IQ2_XS", 256, 74}, {"IQ2_S", 256, 82},  {"IQ3_XXS", 256, 98},
+                                 {"IQ3_S", 256, 110}, {"IQ1_S", 256, 50},  {"IQ1_M", 256, 56},  {"TQ1_0", 256, 54},
+                                 {"TQ2_0", 256, 66}};
     REQUIRE(all_tensor_types().size() == std::size(expected));
     for (const Geometry& g : expected) {
         INFO(g.name);
@@ -86,5 +91,29 @@ TEST_CASE("the K-quant mixes' other tensor types dequantize too", "[quant][golde
             dequantize_row(t.type, t.data, row.data(), t.ne[0]);
             for (float x : row) REQUIRE(std::isfinite(x));
         }
+    }
+}
+
+TEST_CASE("every IQ1-IQ3 and ternary type dequantizes random blocks bit for bit as ggml does", "[quant][iq]") {
+    // tests/data/iq: random blocks (with sane half scales) and what ggml's dequantize_row_* made of them,
+    // written by scripts/ggml_reference.sh dequant through the llama.cpp peer's libggml.
+    for (const char* name : {"IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S", "IQ1_S", "IQ1_M", "TQ1_0", "TQ2_0"}) {
+        INFO(name);
+        std::string lower = name;
+        for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
+        const std::string base = std::string(RILL_TEST_DATA_DIR) + "/iq/" + lower;
+        const std::string text = test::read_text(base + ".blocks");
+        const std::vector<float> expected = test::read_f32(base + ".f32");
+        const TensorTypeTraits* t = nullptr;
+        for (const auto& candidate : all_tensor_types())
+            if (candidate.name == name) t = &candidate;
+        REQUIRE(t != nullptr);
+        REQUIRE(text.size() % t->bytes_per_block == 0);
+        REQUIRE(expected.size() == text.size() / t->bytes_per_block * t->block_size);
+        std::vector<float> actual(expected.size());
+        dequantize_row(t->type, reinterpret_cast<const uint8_t*>(text.data()), actual.data(), actual.size());
+        size_t mismatches = 0;
+        for (size_t i = 0; i < expected.size(); ++i) mismatches += f32_to_bits(actual[i]) != f32_to_bits(expected[i]);
+        CHECK(mismatches == 0);
     }
 }

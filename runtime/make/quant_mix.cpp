@@ -17,6 +17,9 @@ const std::vector<QuantRecipe>& recipes() {
         {"Q6_K", T::Q6_K, 18},   {"IQ4_NL", T::IQ4_NL, 25}, {"IQ4_XS", T::IQ4_XS, 30},
         // Experts in MXFP4, every other matrix Q8_0: how published gpt-oss files are written.
         {"MXFP4_MOE", T::MXFP4, 38},
+        // Ternary (BitNet-style) models: every matrix TQ1_0 or TQ2_0 but the output (Q6_K) and the token
+        // embeddings (Q4_K), as llama.cpp writes them.
+        {"TQ1_0", T::TQ1_0, 36}, {"TQ2_0", T::TQ2_0, 37},
         // Single k-quant types by their tensor names, as --pure users may write them.
         {"Q3_K", T::Q3_K, 12},   {"Q4_K", T::Q4_K, 15},    {"Q5_K", T::Q5_K, 17},
     };
@@ -35,7 +38,7 @@ TensorType fit_row(TensorType type, uint64_t row) {
     if (row % traits(type).block_size == 0) return type;
     switch (type) {
         case T::IQ4_XS: type = T::IQ4_NL; break;
-        case T::Q2_K: case T::Q3_K: type = T::Q4_0; break;
+        case T::Q2_K: case T::Q3_K: case T::TQ1_0: case T::TQ2_0: type = T::Q4_0; break;
         case T::Q4_K: type = T::Q5_0; break;
         case T::Q5_K: type = T::Q5_1; break;
         case T::Q6_K: type = T::Q8_0; break;
@@ -97,7 +100,7 @@ TensorType QuantMix::choose(const std::string& name, uint32_t n_dims, uint64_t r
         if (row_length % 256 != 0) type = T::Q8_0;
         else if (type != T::Q8_0) type = T::Q6_K;
     } else if (name == "token_embd.weight") {
-        // the base type
+        if (r == "TQ1_0" || r == "TQ2_0") type = T::Q4_K;  // else the base type
     } else if (name.find("attn_v.weight") != std::string::npos) {
         const int i = i_attn_v_++;
         if (r == "Q2_K") type = n_gqa_ >= 4 ? T::Q4_K : T::Q3_K;
