@@ -71,7 +71,8 @@ Action add_quantize(CLI::App& app) {
     cmd->footer("Examples:\n  rill quantize model-f16.gguf model-q4_k_m.gguf Q4_K_M\n"
                 "  rill quantize model-f16.gguf model-q8_0.gguf Q8_0 --pure\n"
                 "Types: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K_S Q3_K_M Q3_K_L Q4_K_S Q4_K_M Q5_K_S Q5_K_M Q6_K\n"
-                "IQ4_NL IQ4_XS. The mixes give attn_v, ffn_down and the output matrix more bits, as llama.cpp does.");
+                "IQ4_NL IQ4_XS MXFP4_MOE TQ1_0 TQ2_0. The mixes give attn_v, ffn_down and the output matrix more bits, as\n"
+                "llama.cpp does. IQ1-IQ3 files are read, not yet written.");
     cmd->add_option("IN", f->input, "the model to read (F32, F16 or BF16 is best)")->required()->check(CLI::ExistingFile);
     cmd->add_option("OUT", f->output, "the file to write; it appears only when complete")->required();
     cmd->add_option("TYPE", f->type, "the type or mix, e.g. Q4_K_M")->required();

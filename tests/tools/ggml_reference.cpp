@@ -6,10 +6,12 @@
 //   ggml_reference grids                             C++ for quant/iq_grids.inc on stdout
 //   ggml_reference dequant OUT_DIR                   OUT_DIR/<type>.blocks and <type>.f32 for each type
 //   ggml_reference quantize OUT_DIR                  OUT_DIR/quantize.f32 (input rows) and <type>.quantized
-//   ggml_reference quantize-model IN OUT FTYPE [IMATRIX]
+//   ggml_reference quantize-model IN OUT FTYPE [IMATRIX] [--pure]
 //                                                    llama_model_quantize (FTYPE: llama_ftype's number)
 //   ggml_reference imatrix-read FILE                 what llama.cpp's loader reads: one JSON line per entry
+//   ggml_reference tensor-hashes FILE                {name: FNV-1a 64 of its bytes} as ggml's GGUF reader reads them
 #include "ggml.h"
+#include "gguf.h"
 #include "imatrix-loader.h"
 #include "llama.h"
 
@@ -269,10 +271,11 @@ std::map<std::string, std::vector<float>> importance_of(const common_imatrix& m)
     return out;
 }
 
-int quantize_model(const char* in, const char* out, int ftype, const char* imatrix_path) {
+int quantize_model(const char* in, const char* out, int ftype, const char* imatrix_path, bool pure) {
     llama_model_quantize_params params = llama_model_quantize_default_params();
     params.ftype = llama_ftype(ftype);
     params.nthread = 1;
+    params.pure = pure;
     std::map<std::string, std::vector<float>> importance;
     std::vector<llama_model_imatrix_data> data;
     if (imatrix_path) {
@@ -310,6 +313,29 @@ int read_imatrix(const char* path) {
     return 0;
 }
 
+int tensor_hashes(const char* path) {
+    ggml_context* ctx = nullptr;
+    gguf_init_params params{/*no_alloc=*/false, &ctx};
+    gguf_context* g = gguf_init_from_file(path, params);
+    if (!g) {
+        std::fprintf(stderr, "ggml_reference: ggml cannot read %s\n", path);
+        return 1;
+    }
+    std::printf("{");
+    for (int64_t i = 0; i < gguf_get_n_tensors(g); ++i) {
+        const char* name = gguf_get_tensor_name(g, i);
+        const ggml_tensor* t = ggml_get_tensor(ctx, name);
+        const auto* p = static_cast<const uint8_t*>(t->data);
+        uint64_t h = 0xcbf29ce484222325ull;
+        for (size_t k = 0; k < ggml_nbytes(t); ++k) h = (h ^ p[k]) * 0x100000001b3ull;
+        std::printf("%s\"%s\": \"%016llx\"", i ? ", " : "", name, (unsigned long long)h);
+    }
+    std::printf("}\n");
+    gguf_free(g);
+    ggml_free(ctx);
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -321,8 +347,14 @@ int main(int argc, char** argv) {
     if (command == "grids") return print_grids();
     if (command == "dequant" && argc == 3) return write_dequant(argv[2]);
     if (command == "quantize" && argc == 3) return write_quantized(argv[2]);
-    if (command == "quantize-model" && (argc == 5 || argc == 6)) return quantize_model(argv[2], argv[3], std::atoi(argv[4]), argc == 6 ? argv[5] : nullptr);
+    if (command == "quantize-model" && argc >= 5) {  // IN OUT FTYPE [IMATRIX] [--pure]
+        bool pure = false;
+        const char* imatrix = nullptr;
+        for (int i = 5; i < argc; ++i) (std::string(argv[i]) == "--pure" ? pure = true : (imatrix = argv[i], false));
+        return quantize_model(argv[2], argv[3], std::atoi(argv[4]), imatrix, pure);
+    }
     if (command == "imatrix-read" && argc == 3) return read_imatrix(argv[2]);
+    if (command == "tensor-hashes" && argc == 3) return tensor_hashes(argv[2]);
     std::fprintf(stderr, "ggml_reference: unknown command %s\n", command.c_str());
     return 2;
 }
