@@ -20,5 +20,6 @@ Action add_synth(CLI::App& app);
 Action add_bench(CLI::App& app);
 Action add_serve(CLI::App& app);
 Action add_plan(CLI::App& app);
+Action add_perplexity(CLI::App& app);
 
 }  // namespace rill::cli

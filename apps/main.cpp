@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
         {"bench", rill::cli::add_bench(app)},
         {"serve", rill::cli::add_serve(app)},
         {"plan", rill::cli::add_plan(app)},
+        {"perplexity", rill::cli::add_perplexity(app)},
     };
 
     try {

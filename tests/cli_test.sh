@@ -331,5 +331,29 @@ grep -q "KV cache type q8_0 needs a head size that is a multiple of 32 .* head s
   pass "the head-size error names the type and the head size" || fail "head-size error: $(cat "$tmp/e")"
 expect_error 1 "info with q4_0 values on a model with head size 8" info -m "$stories" --cache-type-v q4_0
 
+# perplexity: llama-perplexity's chunks and numbers; tests/data/stories260K.perplexity.json holds the
+# perplexity llama.cpp's own log-probs give on the same chunks (bench/perplexity_vs_llamacpp.mjs). rill's
+# float path matches llama.cpp's per-token log-probs within about 1e-5, so PPL agrees within 1e-4 relative.
+ppl_text=$shared/models/stories260K/expected/greedy_n256.txt
+"$rill" perplexity -m "$stories" -f "$ppl_text" -c 64 --json >"$tmp/ppl.json" 2>/dev/null && node -e '
+  const ours = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")), theirs = require(process.argv[2]);
+  process.exit(ours.tokens === theirs.positions.length && Math.abs(ours.ppl / theirs.ppl - 1) < 1e-4 ? 0 : 1);' \
+  "$tmp/ppl.json" "$data/stories260K.perplexity.json" &&
+  pass "perplexity on stories260K is llama.cpp's within 1e-4" || fail "perplexity: $(cat "$tmp/ppl.json")"
+"$rill" perplexity -m "$stories" -f "$ppl_text" -c 64 >"$tmp/ppl.out" 2>"$tmp/ppl.err" &&
+  grep -q '^\[1\][0-9.]*,\[2\]' "$tmp/ppl.out" && grep -q '^Final estimate: PPL = [0-9.]* +/- [0-9.]*$' "$tmp/ppl.err" &&
+  pass "perplexity prints llama-perplexity's running and final lines" || fail "perplexity report: $(cat "$tmp/ppl.out" "$tmp/ppl.err" | head -c 300)"
+"$rill" perplexity -m "$stories" -f "$ppl_text" -c 64 --kl-divergence-base "$tmp/base.kld" >/dev/null 2>&1 &&
+  "$rill" perplexity -m "$stories" -c 64 --kl-divergence-base "$tmp/base.kld" --kl-divergence --json >"$tmp/kld.json" 2>/dev/null &&
+  node -e 'const k = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+    process.exit(k.tokens === 124 && k.kld_mean < 1e-4 && k.same_top === 1 ? 0 : 1);' "$tmp/kld.json" &&
+  pass "a model compared with its own saved log-probs: no divergence, the same top token everywhere" || fail "kl self: $(cat "$tmp/kld.json")"
+head -c 1000 "$tmp/base.kld" >"$tmp/cut.kld"
+expect_error 1 "perplexity against a truncated base file" perplexity -m "$stories" --kl-divergence-base "$tmp/cut.kld" --kl-divergence
+expect_error 1 "perplexity against a file that is not a base" perplexity -m "$stories" --kl-divergence-base "$stories" --kl-divergence
+expect_error 2 "perplexity --kl-divergence without a base file" perplexity -m "$stories" --kl-divergence
+expect_error 2 "perplexity without a text" perplexity -m "$stories"
+expect_error 1 "perplexity on a text shorter than two chunks" perplexity -m "$stories" -f "$ppl_text" -c 512
+
 echo "$passes passed, $failures failed"
 [[ $failures == 0 ]]
