@@ -10,6 +10,15 @@
 static inline uint32_t iq_signs4(uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
     return uint32_t(kIQSigns[a]) | uint32_t(kIQSigns[b]) << 8 | uint32_t(kIQSigns[c]) << 16 | uint32_t(kIQSigns[d]) << 24;
 }
+// The same from the four 7-bit fields packed in the low 28 bits of v, computed instead of looked up:
+// each byte's parity, folded down to its bit 0, becomes its bit 7.
+static inline uint32_t iq_signs_packed(uint32_t v) {
+    const uint32_t bits = spread7x4(v);
+    uint32_t p = bits ^ (bits >> 4);
+    p ^= p >> 2;
+    p ^= p >> 1;
+    return bits | ((p & 0x01010101u) << 7);
+}
 
 static float dot_row_iq2_xxs(const uint8_t* w, size_t n, const uint8_t* act) {
     const Act256 a = act256(act, n);
@@ -22,8 +31,8 @@ static float dot_row_iq2_xxs(const uint8_t* w, size_t n, const uint8_t* act) {
             const uint32_t idx = read_u32(blk + 2 + 8 * ib), aux = read_u32(blk + 6 + 8 * ib);
             const I8x32 g = bytes_u64x4(kIQ2XXSGrid[idx & 0xff], kIQ2XXSGrid[(idx >> 8) & 0xff], kIQ2XXSGrid[(idx >> 16) & 0xff],
                                         kIQ2XXSGrid[idx >> 24]);
-            const uint32_t signs = iq_signs4(aux & 127, (aux >> 7) & 127, (aux >> 14) & 127, (aux >> 21) & 127);
-            const I8x32 x = negate_where(load_bytes(a.q + 256 * b + 32 * size_t(ib)), expand_bits(signs, 0xff));
+            const uint32_t signs = iq_signs_packed(aux);
+            const I8x32 x = negate_bits(load_bytes(a.q + 256 * b + 32 * size_t(ib)), signs);
             sum = add32(sum, madd16(mul_u8s8(g, x), splat16(int16_t(2 * (aux >> 28) + 1))));
         }
         acc = fma_f(to_f32(sum), splat_f(half_to_float(read_u16(blk)) * a.d[b] * 0.125f), acc);
@@ -43,7 +52,7 @@ static float dot_row_iq2_xs(const uint8_t* w, size_t n, const uint8_t* act) {
             std::memcpy(q, blk + 2 + 8 * ib, 8);
             const I8x32 g = bytes_u64x4(kIQ2XSGrid[q[0] & 511], kIQ2XSGrid[q[1] & 511], kIQ2XSGrid[q[2] & 511], kIQ2XSGrid[q[3] & 511]);
             const uint32_t signs = iq_signs4(q[0] >> 9, q[1] >> 9, q[2] >> 9, q[3] >> 9);
-            const I8x32 x = negate_where(load_bytes(a.q + 256 * b + 32 * size_t(ib)), expand_bits(signs, 0xff));
+            const I8x32 x = negate_bits(load_bytes(a.q + 256 * b + 32 * size_t(ib)), signs);
             const uint8_t sc = blk[66 + ib];
             sum = add32(sum, madd16(mul_u8s8(g, x), splat16x2(int16_t(2 * (sc & 0xf) + 1), int16_t(2 * (sc >> 4) + 1))));
         }
@@ -64,7 +73,7 @@ static float dot_row_iq2_s(const uint8_t* w, size_t n, const uint8_t* act) {
             const int qh = blk[66 + ib];
             const I8x32 g = bytes_u64x4(kIQ2SGrid[size_t(q[0] | ((qh << 8) & 0x300))], kIQ2SGrid[size_t(q[1] | ((qh << 6) & 0x300))],
                                         kIQ2SGrid[size_t(q[2] | ((qh << 4) & 0x300))], kIQ2SGrid[size_t(q[3] | ((qh << 2) & 0x300))]);
-            const I8x32 x = negate_where(load_bytes(a.q + 256 * b + 32 * size_t(ib)), expand_bits(read_u32(blk + 34 + 4 * ib), 0xff));
+            const I8x32 x = negate_bits(load_bytes(a.q + 256 * b + 32 * size_t(ib)), read_u32(blk + 34 + 4 * ib));
             const uint8_t sc = blk[74 + ib];
             sum = add32(sum, madd16(mul_u8s8(g, x), splat16x2(int16_t(2 * (sc & 0xf) + 1), int16_t(2 * (sc >> 4) + 1))));
         }
@@ -81,13 +90,11 @@ static float dot_row_iq3_xxs(const uint8_t* w, size_t n, const uint8_t* act) {
         prefetch_ahead(blk, sizeof(BlockIQ3_XXS));
         I32x8 sum = zero32();
         for (int ib = 0; ib < 8; ++ib) {
-            const uint8_t* q = blk + 2 + 8 * ib;
-            uint32_t entries[8];
-            for (int k = 0; k < 8; ++k) entries[k] = kIQ3XXSGrid[q[k]];
+            const I8x32 g = gather_u32x8(kIQ3XXSGrid.data(), indices9(blk + 2 + 8 * ib, 0));
             const uint32_t aux = read_u32(blk + 66 + 4 * ib);
-            const uint32_t signs = iq_signs4(aux & 127, (aux >> 7) & 127, (aux >> 14) & 127, (aux >> 21) & 127);
-            const I8x32 x = negate_where(load_bytes(a.q + 256 * b + 32 * size_t(ib)), expand_bits(signs, 0xff));
-            sum = add32(sum, madd16(mul_u8s8(bytes_u32x8(entries), x), splat16(int16_t(2 * (aux >> 28) + 1))));
+            const uint32_t signs = iq_signs_packed(aux);
+            const I8x32 x = negate_bits(load_bytes(a.q + 256 * b + 32 * size_t(ib)), signs);
+            sum = add32(sum, madd16(mul_u8s8(g, x), splat16(int16_t(2 * (aux >> 28) + 1))));
         }
         acc = fma_f(to_f32(sum), splat_f(half_to_float(read_u16(blk)) * a.d[b] * 0.25f), acc);
     }
@@ -102,13 +109,10 @@ static float dot_row_iq3_s(const uint8_t* w, size_t n, const uint8_t* act) {
         prefetch_ahead(blk, sizeof(BlockIQ3_S));
         I32x8 sum = zero32();
         for (int ib = 0; ib < 8; ++ib) {
-            const uint8_t* q = blk + 2 + 8 * ib;
-            const int qh = blk[66 + ib];
-            uint32_t entries[8];
-            for (int k = 0; k < 8; ++k) entries[k] = kIQ3SGrid[size_t(q[k] | (((qh >> k) & 1) << 8))];
-            const I8x32 x = negate_where(load_bytes(a.q + 256 * b + 32 * size_t(ib)), expand_bits(read_u32(blk + 74 + 4 * ib), 0xff));
+            const I8x32 g = gather_u32x8(kIQ3SGrid.data(), indices9(blk + 2 + 8 * ib, blk[66 + ib]));
+            const I8x32 x = negate_bits(load_bytes(a.q + 256 * b + 32 * size_t(ib)), read_u32(blk + 74 + 4 * ib));
             const int s = (blk[106 + ib / 2] >> (4 * (ib % 2))) & 0xf;
-            sum = add32(sum, madd16(mul_u8s8(bytes_u32x8(entries), x), splat16(int16_t(2 * s + 1))));
+            sum = add32(sum, madd16(mul_u8s8(g, x), splat16(int16_t(2 * s + 1))));
         }
         acc = fma_f(to_f32(sum), splat_f(half_to_float(read_u16(blk)) * a.d[b]), acc);
     }

@@ -248,3 +248,29 @@ static inline I8x32 trits(I8x32 bytes, uint8_t pow_lo, uint8_t pow_hi) {
     const __m256i t_odd = _mm256_srli_epi16(_mm256_mullo_epi16(odd, three), 8);
     return {_mm256_or_si256(t_even, _mm256_slli_epi16(t_odd, 8))};
 }
+// x negated where bit i of `bits` is set: one masked subtraction with AVX-512's byte masks.
+static inline I8x32 negate_bits(I8x32 x, uint32_t bits) {
+#if defined(RILL_LANES_AVX512)
+    return {_mm256_mask_sub_epi8(x.v, __mmask32(bits), _mm256_setzero_si256(), x.v)};
+#else
+    const __m256i mask = expand_bits(bits, 0xff).v;
+    return {_mm256_sub_epi8(_mm256_xor_si256(x.v, mask), mask)};
+#endif
+}
+// Eight grid indices: lane k is q[k] | (bit k of high) << 8.
+static inline I32x8 indices9(const uint8_t* q, uint32_t high) {
+    const __m256i low = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q)));
+    const __m256i bit8 = _mm256_and_si256(_mm256_sllv_epi32(_mm256_set1_epi32(int(high)), _mm256_setr_epi32(8, 7, 6, 5, 4, 3, 2, 1)),
+                                          _mm256_set1_epi32(256));
+    return {_mm256_or_si256(low, bit8)};
+}
+// Eight 4-byte table entries, one per index lane, side by side.
+static inline I8x32 gather_u32x8(const uint32_t* table, I32x8 idx) {
+    return {_mm256_i32gather_epi32(reinterpret_cast<const int*>(table), idx.v, 4)};
+}
+// Four 8-byte table entries indexed by the four bytes of `packed` (byte 0 first).
+static inline I8x32 gather_u64x4_bytes(const uint64_t* table, uint32_t packed) {
+    return {_mm256_i32gather_epi64(reinterpret_cast<const long long*>(table), _mm_cvtepu8_epi32(_mm_cvtsi32_si128(int(packed))), 8)};
+}
+// The 7-bit fields of v (bits 0-6, 7-13, 14-20, 21-27) moved to the low 7 bits of its four bytes.
+static inline uint32_t spread7x4(uint32_t v) { return _pdep_u32(v, 0x7f7f7f7fu); }

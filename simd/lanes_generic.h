@@ -345,3 +345,20 @@ static inline I8x32 trits(I8x32 bytes, uint8_t pow_lo, uint8_t pow_hi) {
     }
     return bytes;
 }
+static inline I8x32 negate_bits(I8x32 x, uint32_t bits) { return negate_where(x, expand_bits(bits, 0xff)); }
+static inline I32x8 indices9(const uint8_t* q, uint32_t high) {
+    I32x8 r;
+    for (int k = 0; k < 8; ++k) r.w[k] = int32_t(q[k] | (((high >> k) & 1u) << 8));
+    return r;
+}
+static inline I8x32 gather_u32x8(const uint32_t* table, I32x8 idx) {
+    uint32_t v[8];
+    for (int k = 0; k < 8; ++k) v[k] = table[idx.w[k]];
+    return bytes_u32x8(v);
+}
+static inline I8x32 gather_u64x4_bytes(const uint64_t* table, uint32_t packed) {
+    return bytes_u64x4(table[packed & 0xff], table[(packed >> 8) & 0xff], table[(packed >> 16) & 0xff], table[packed >> 24]);
+}
+static inline uint32_t spread7x4(uint32_t v) {
+    return (v & 0x7f) | ((v << 1) & 0x7f00) | ((v << 2) & 0x7f0000) | ((v << 3) & 0x7f000000);
+}

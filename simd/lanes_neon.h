@@ -312,3 +312,25 @@ static inline uint8x16_t trits_half(uint8x16_t bytes, uint8_t pow) {
     return vcombine_u8(vshrn_n_u16(vmull_u8(vget_low_u8(q), three), 8), vshrn_n_u16(vmull_high_u8(q, vdupq_n_u8(3)), 8));
 }
 static inline I8x32 trits(I8x32 bytes, uint8_t pow_lo, uint8_t pow_hi) { return {{trits_half(bytes.h[0], pow_lo), trits_half(bytes.h[1], pow_hi)}}; }
+static inline I8x32 negate_bits(I8x32 x, uint32_t bits) { return negate_where(x, expand_bits(bits, 0xff)); }
+static inline I32x8 indices9(const uint8_t* q, uint32_t high) {
+    const uint16x8_t low = vmovl_u8(vld1_u8(q));
+    static const int16_t kShift[8] = {8, 7, 6, 5, 4, 3, 2, 1};
+    const uint16x8_t bit8 = vandq_u16(vshlq_u16(vdupq_n_u16(uint16_t(high & 0xff)), vld1q_s16(kShift)), vdupq_n_u16(256));
+    const uint16x8_t idx = vorrq_u16(low, bit8);
+    return {{vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(idx))), vreinterpretq_s32_u32(vmovl_high_u16(idx))}};
+}
+static inline I8x32 gather_u32x8(const uint32_t* table, I32x8 idx) {
+    int32_t i[8];
+    vst1q_s32(i, idx.h[0]);
+    vst1q_s32(i + 4, idx.h[1]);
+    uint32_t v[8];
+    for (int k = 0; k < 8; ++k) v[k] = table[i[k]];
+    return bytes_u32x8(v);
+}
+static inline I8x32 gather_u64x4_bytes(const uint64_t* table, uint32_t packed) {
+    return bytes_u64x4(table[packed & 0xff], table[(packed >> 8) & 0xff], table[(packed >> 16) & 0xff], table[packed >> 24]);
+}
+static inline uint32_t spread7x4(uint32_t v) {
+    return (v & 0x7f) | ((v << 1) & 0x7f00) | ((v << 2) & 0x7f0000) | ((v << 3) & 0x7f000000);
+}
