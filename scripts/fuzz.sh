@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer harnesses with clang (ASan+UBSan) and fuzzes each for its share of the time.
-#   scripts/fuzz.sh [SECONDS [HARNESS...]]   default 600 s over gguf jinja request; corpora grow in build-fuzz/corpus
+#   scripts/fuzz.sh [SECONDS [HARNESS...]]   default 600 s over every harness; corpora grow in build-fuzz/corpus
 # Harnesses (tests/fuzz/): gguf (GGUF reader, model validator, vocabularies, tokenizers), jinja (chat
 # templates with their messages and tools), request (the server's request bodies for every endpoint).
 # Exits non-zero when a harness finds a crash, a leak, a sanitizer report or a time-out; the input that
@@ -10,9 +10,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 seconds=${1:-600}
 shift || true
 harnesses=("$@")
-((${#harnesses[@]})) || harnesses=(gguf jinja request grammar plan reply)
+((${#harnesses[@]})) || harnesses=(gguf jinja request grammar plan reply kld)
 for h in "${harnesses[@]}"; do
-  [[ -f tests/fuzz/${h}_fuzz.cpp ]] || { echo "fuzz.sh: no harness '$h' (gguf, jinja, request, grammar, plan, reply)" >&2; exit 2; }
+  [[ -f tests/fuzz/${h}_fuzz.cpp ]] || { echo "fuzz.sh: no harness '$h' (gguf, jinja, request, grammar, plan, reply, kld)" >&2; exit 2; }
 done
 shared=${RILL_SHARED:-$PWD/../shared}
 out=build-fuzz
@@ -23,7 +23,7 @@ out=build-fuzz
 cmake --build "$out" --target fuzz_seeds "${harnesses[@]/%/_fuzz}"
 "$out/bin/fuzz_seeds" "$out/seeds" "$shared"
 
-declare -A max_len=([gguf]=65536 [jinja]=32768 [request]=16384 [grammar]=16384 [plan]=16384 [reply]=4096)  # whole files, real templates, real bodies
+declare -A max_len=([gguf]=65536 [jinja]=32768 [request]=16384 [grammar]=16384 [plan]=16384 [reply]=4096 [kld]=16384)  # whole files, real templates, real bodies
 share=$((seconds / ${#harnesses[@]}))
 ((share > 0)) || share=1
 failed=()

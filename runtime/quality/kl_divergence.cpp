@@ -81,10 +81,20 @@ KlBaseFile KlBaseFile::create(const std::string& path, const KlBaseHeader& heade
 }
 
 KlBaseFile KlBaseFile::open(const std::string& path) {
+    std::FILE* stream = std::fopen(path.c_str(), "rb");
+    if (!stream) throw Error(path + ": cannot open");
+    return read_from(stream, path);
+}
+
+KlBaseFile KlBaseFile::read_from(std::FILE* stream, const std::string& name) {
+    const std::string& path = name;
     KlBaseFile f;
-    f.path_ = path;
-    f.file_.reset(std::fopen(path.c_str(), "rb"));
-    if (!f.file_) throw Error(path + ": cannot open");
+    f.path_ = name;
+    f.file_.reset(stream);
+    // The file's size bounds what the header may promise, before anything is allocated from it.
+    long size = -1;
+    if (std::fseek(stream, 0, SEEK_END) == 0) size = std::ftell(stream);
+    if (size < 0 || std::fseek(stream, 0, SEEK_SET) != 0) throw Error(path + ": cannot read (not a regular file?)");
     char magic[8];
     int32_t sizes[3];
     if (std::fread(magic, 1, 8, f.file_.get()) != 8 || std::memcmp(magic, kMagic, 8) != 0)
@@ -97,7 +107,10 @@ KlBaseFile KlBaseFile::open(const std::string& path) {
     if (h.n_ctx < 4 || h.n_ctx > (1 << 20) || h.n_vocab < 1 || h.n_vocab > (1 << 24) || h.n_chunk < 1 || h.n_chunk > (1 << 20))
         throw Error(path + ": the header's sizes are absurd (n_ctx " + std::to_string(h.n_ctx) + ", n_vocab " + std::to_string(h.n_vocab) +
                     ", n_chunk " + std::to_string(h.n_chunk) + ")");
-    h.tokens.resize(size_t(h.n_ctx) * size_t(h.n_chunk));
+    const uint64_t n_tokens = uint64_t(h.n_ctx) * uint64_t(h.n_chunk);
+    if (n_tokens * 4 > uint64_t(size) - 20)
+        throw Error(path + ": the header promises " + std::to_string(n_tokens) + " tokens, more than the file holds");
+    h.tokens.resize(n_tokens);
     if (std::fread(h.tokens.data(), 4, h.tokens.size(), f.file_.get()) != h.tokens.size()) throw Error(path + ": the token list is cut short");
     for (const int32_t t : h.tokens)
         if (t < 0 || t >= h.n_vocab) throw Error(path + ": a token id (" + std::to_string(t) + ") is outside the vocabulary");

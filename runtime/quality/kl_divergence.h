@@ -30,6 +30,8 @@ class KlBaseFile {
 public:
     static KlBaseFile create(const std::string& path, const KlBaseHeader& header);
     static KlBaseFile open(const std::string& path);  // reads and checks the header
+    // The same from an open stream (taking it over); `name` is what errors call it.
+    static KlBaseFile read_from(std::FILE* stream, const std::string& name);
     const KlBaseHeader& header() const { return header_; }
     void write_record(std::span<const uint16_t> record);
     void read_record(std::span<uint16_t> record);  // an error naming the file if it ends early

@@ -4,10 +4,12 @@
 // endpoint, plain and with every field the server reads; grammars and schemas for the grammar engine.
 //   fuzz_seeds OUT_DIR SHARED_DIR     writes OUT_DIR/gguf, OUT_DIR/jinja and OUT_DIR/request
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -195,15 +197,39 @@ bool reply_seeds(const std::filesystem::path& dir) {
     return n == 10;
 }
 
+// KL-divergence base files: llama.cpp's layout with a 5-token vocabulary, whole and cut short.
+bool kld_seeds(const std::filesystem::path& dir) {
+    std::vector<uint8_t> bytes = {'_', 'l', 'o', 'g', 'i', 't', 's', '_'};
+    const auto put32 = [&](int32_t v) { for (int i = 0; i < 4; ++i) bytes.push_back(uint8_t(uint32_t(v) >> (8 * i))); };
+    put32(4);  // n_ctx
+    put32(5);  // n_vocab
+    put32(1);  // n_chunk
+    for (const int32_t t : {1, 2, 3, 4}) put32(t);
+    for (int record = 0; record < 1; ++record) {  // one scored position: scale, minimum, 5 levels, padding
+        const float scale = 16.0f / 65535.0f, min_log_prob = -17.5f;
+        uint32_t bits;
+        std::memcpy(&bits, &scale, 4);
+        put32(int32_t(bits));
+        std::memcpy(&bits, &min_log_prob, 4);
+        put32(int32_t(bits));
+        for (const uint16_t q : {uint16_t(65535), uint16_t(100), uint16_t(0), uint16_t(40000), uint16_t(7), uint16_t(0)}) {
+            bytes.push_back(uint8_t(q));
+            bytes.push_back(uint8_t(q >> 8));
+        }
+    }
+    return write(dir / "whole.kld", bytes.data(), bytes.size()) && write(dir / "cut.kld", bytes.data(), bytes.size() - 5);
+}
+
 int main(int argc, char** argv) {
     if (argc != 3) {
         std::fprintf(stderr, "usage: fuzz_seeds OUT_DIR SHARED_DIR\n");
         return 2;
     }
     const std::filesystem::path out = argv[1], shared = argv[2];
-    for (const char* harness : {"gguf", "jinja", "request", "grammar", "plan", "reply"}) std::filesystem::create_directories(out / harness);
+    for (const char* harness : {"gguf", "jinja", "request", "grammar", "plan", "reply", "kld"}) std::filesystem::create_directories(out / harness);
     if (!gguf_seeds(out / "gguf") || !jinja_seeds(out / "jinja", shared / "chat-templates/cases.json") || !builtin_seeds(out / "jinja") ||
-        !request_seeds(out / "request") || !grammar_seeds(out / "grammar") || !plan_seeds(out / "plan") || !reply_seeds(out / "reply")) {
+        !request_seeds(out / "request") || !grammar_seeds(out / "grammar") || !plan_seeds(out / "plan") || !reply_seeds(out / "reply") ||
+        !kld_seeds(out / "kld")) {
         std::fprintf(stderr, "fuzz_seeds: could not write the seeds into %s\n", argv[1]);
         return 1;
     }
