@@ -156,3 +156,21 @@ TEST_CASE("declaring a tensor twice or out of order is refused", "[gguf_writer]"
     w.begin_data();
     CHECK_THROWS_WITH(w.set_u32("late", 1), rill::test::contains("after tensor data began"));
 }
+
+TEST_CASE("the data section ends padded to the alignment after the last tensor too, as ggml reads it", "[gguf_writer]") {
+    const std::string path = temp_path("padded.gguf");
+    {
+        GgufWriter w(path);
+        w.add_tensor("a", TensorType::F32, {3});
+        w.add_tensor("b", TensorType::F32, {1});  // 4 bytes: ggml expects 28 bytes of padding after it
+        w.begin_data();
+        const float a[3] = {1, 2, 3}, b[1] = {4};
+        w.write_data({reinterpret_cast<const uint8_t*>(a), sizeof a});
+        w.write_data({reinterpret_cast<const uint8_t*>(b), sizeof b});
+        w.finish();
+    }
+    const GgufFile g = GgufFile::open(path);
+    CHECK(fs::file_size(path) % 32 == 0);
+    CHECK(g.find_tensor("b")->offset == 32);
+    fs::remove(path);
+}

@@ -205,6 +205,9 @@ void GgufWriter::finish() {
     if (!data_started_) begin_data();
     if (current_ != tensors_.size())
         throw Error(path_ + ": tensor '" + tensors_[current_].name + "' is incomplete when finishing");
+    // ggml reads the data section as every tensor's size rounded up to the alignment, the last one's too:
+    // without the padding after it, llama.cpp refuses a file whose last tensor is not a whole multiple.
+    if (!tensors_.empty()) pad_to_alignment();
     errno = 0;
     if (std::fflush(file_) != 0 || ::fsync(::fileno(file_)) != 0) fail("write failed (is the disk full?)");
     if (std::fclose(file_) != 0) {
