@@ -5,6 +5,7 @@
 #include "gemv.h"
 #include "quant/block_layouts.h"
 #include "quant/fp16.h"
+#include "quant/iq_grids.h"
 
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
@@ -154,6 +155,99 @@ RILL_AVX2 void f32_to_bf16_avx2(const float* in, uint16_t* out, size_t n) {
     for (; i < n; ++i) out[i] = f32_to_bf16(in[i]);
 }
 
+// ---- The i-quants: eight grid bytes scaled and signed at a time, the scalar dequantizers' exact
+// products (the scale times the byte, then the sign, which is exact), so the floats are the same.
+RILL_AVX2 inline void store_grid8(float* out, __m256 scale, uint64_t entry, uint8_t signs) {
+    const __m256 v = _mm256_mul_ps(scale, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(int64_t(entry)))));
+    const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    const __m256i negative = _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32(signs), bit), bit);
+    _mm256_storeu_ps(out, _mm256_xor_ps(v, _mm256_castsi256_ps(_mm256_slli_epi32(negative, 31))));
+}
+
+RILL_AVX2 void dequantize_iq2_xxs_avx2(const uint8_t* src, float* out, size_t n_blocks) {
+    for (size_t i = 0; i < n_blocks; ++i) {
+        const uint8_t* b = src + i * sizeof(BlockIQ2_XXS);
+        uint16_t half;
+        std::memcpy(&half, b, 2);
+        const float d = f16_to_f32(half);
+        for (int ib = 0; ib < 8; ++ib) {
+            uint32_t idx, aux;
+            std::memcpy(&idx, b + 2 + 8 * ib, 4);
+            std::memcpy(&aux, b + 6 + 8 * ib, 4);
+            const __m256 db = _mm256_set1_ps(d * (0.5f + float(aux >> 28)) * 0.25f);
+            for (int l = 0; l < 4; ++l, out += 8) store_grid8(out, db, kIQ2XXSGrid[(idx >> (8 * l)) & 0xff], kIQSigns[(aux >> (7 * l)) & 127]);
+        }
+    }
+}
+
+RILL_AVX2 void dequantize_iq2_xs_avx2(const uint8_t* src, float* out, size_t n_blocks) {
+    for (size_t i = 0; i < n_blocks; ++i) {
+        const uint8_t* b = src + i * sizeof(BlockIQ2_XS);
+        uint16_t half, q[32];
+        std::memcpy(&half, b, 2);
+        std::memcpy(q, b + 2, 64);
+        const float d = f16_to_f32(half);
+        for (int ib = 0; ib < 8; ++ib) {
+            const uint8_t sc = b[66 + ib];
+            const __m256 db[2] = {_mm256_set1_ps(d * (0.5f + float(sc & 0xf)) * 0.25f), _mm256_set1_ps(d * (0.5f + float(sc >> 4)) * 0.25f)};
+            for (int l = 0; l < 4; ++l, out += 8) store_grid8(out, db[l / 2], kIQ2XSGrid[q[4 * ib + l] & 511], kIQSigns[q[4 * ib + l] >> 9]);
+        }
+    }
+}
+
+RILL_AVX2 void dequantize_iq2_s_avx2(const uint8_t* src, float* out, size_t n_blocks) {
+    for (size_t i = 0; i < n_blocks; ++i) {
+        const uint8_t* b = src + i * sizeof(BlockIQ2_S);
+        uint16_t half;
+        std::memcpy(&half, b, 2);
+        const float d = f16_to_f32(half);
+        for (int ib = 0; ib < 8; ++ib) {
+            const uint8_t sc = b[74 + ib];
+            const __m256 db[2] = {_mm256_set1_ps(d * (0.5f + float(sc & 0xf)) * 0.25f), _mm256_set1_ps(d * (0.5f + float(sc >> 4)) * 0.25f)};
+            for (int l = 0; l < 4; ++l, out += 8) {
+                const int index = b[2 + 4 * ib + l] | (((b[66 + ib] >> (2 * l)) & 3) << 8);
+                store_grid8(out, db[l / 2], kIQ2SGrid[size_t(index)], b[34 + 4 * ib + l]);
+            }
+        }
+    }
+}
+
+RILL_AVX2 void dequantize_iq3_xxs_avx2(const uint8_t* src, float* out, size_t n_blocks) {
+    for (size_t i = 0; i < n_blocks; ++i) {
+        const uint8_t* b = src + i * sizeof(BlockIQ3_XXS);
+        uint16_t half;
+        std::memcpy(&half, b, 2);
+        const float d = f16_to_f32(half);
+        for (int ib = 0; ib < 8; ++ib) {
+            uint32_t aux;
+            std::memcpy(&aux, b + 66 + 4 * ib, 4);
+            const __m256 db = _mm256_set1_ps(d * (0.5f + float(aux >> 28)) * 0.5f);
+            const uint8_t* q = b + 2 + 8 * ib;
+            for (int l = 0; l < 4; ++l, out += 8)
+                store_grid8(out, db, kIQ3XXSGrid[q[2 * l]] | uint64_t(kIQ3XXSGrid[q[2 * l + 1]]) << 32, kIQSigns[(aux >> (7 * l)) & 127]);
+        }
+    }
+}
+
+RILL_AVX2 void dequantize_iq3_s_avx2(const uint8_t* src, float* out, size_t n_blocks) {
+    for (size_t i = 0; i < n_blocks; ++i) {
+        const uint8_t* b = src + i * sizeof(BlockIQ3_S);
+        uint16_t half;
+        std::memcpy(&half, b, 2);
+        const float d = f16_to_f32(half);
+        for (int ib = 0; ib < 8; ++ib) {
+            const __m256 db = _mm256_set1_ps(d * float(1 + 2 * ((b[106 + ib / 2] >> (4 * (ib % 2))) & 0xf)));
+            const uint8_t* q = b + 2 + 8 * ib;
+            const int qh = b[66 + ib];
+            for (int l = 0; l < 4; ++l, out += 8) {
+                const uint32_t first = kIQ3SGrid[size_t(q[2 * l] | (((qh >> (2 * l)) & 1) << 8))];
+                const uint32_t second = kIQ3SGrid[size_t(q[2 * l + 1] | (((qh >> (2 * l + 1)) & 1) << 8))];
+                store_grid8(out, db, first | uint64_t(second) << 32, b[74 + 4 * ib + l]);
+            }
+        }
+    }
+}
+
 // Asked once: CPUID traps to the hypervisor on a virtual machine, and the KV cache converts a head at a
 // time. The AVX2 path requires F16C too (gemv.cpp's cpu_supports).
 bool has_avx2() {
@@ -187,6 +281,11 @@ void dequantize_row(TensorType type, const uint8_t* row, float* out, size_t n) {
             case TensorType::Q8_0: return dequantize_q8_0_avx2(row, out, n / 32);
             case TensorType::Q4_K: return dequantize_q4_k_avx2(row, out, n / 256);
             case TensorType::Q6_K: return dequantize_q6_k_avx2(row, out, n / 256);
+            case TensorType::IQ2_XXS: return dequantize_iq2_xxs_avx2(row, out, n / 256);
+            case TensorType::IQ2_XS: return dequantize_iq2_xs_avx2(row, out, n / 256);
+            case TensorType::IQ2_S: return dequantize_iq2_s_avx2(row, out, n / 256);
+            case TensorType::IQ3_XXS: return dequantize_iq3_xxs_avx2(row, out, n / 256);
+            case TensorType::IQ3_S: return dequantize_iq3_s_avx2(row, out, n / 256);
             default: break;
         }
     }
