@@ -89,6 +89,13 @@ inline float e8m0_half(uint8_t e) {
     return f;
 }
 
+// IQ1_M's half scale, gathered from the top nibbles of its four 16-bit scale words.
+inline uint16_t iq1_m_scale_bits(const uint8_t scales[8]) {
+    uint16_t half = 0;
+    for (int k = 0; k < 4; ++k) half |= uint16_t(((scales[2 * k + 1] >> 4) & 0xf) << (4 * k));
+    return half;
+}
+
 // Scale and min of sub-block j of Q4_K/Q5_K: 6 bits each, packed into 12 bytes.
 inline void k4_scale_min(int j, const uint8_t packed[12], int* scale, int* min) {
     if (j < 4) {

@@ -13,12 +13,11 @@ namespace rill {
 namespace {
 
 // The block's scale, stored as a half, and its inverse taken from the float before rounding.
-float ternary_scale(const float* x, uint16_t* stored, float* inverse) {
+void ternary_scale(const float* x, uint16_t* stored, float* inverse) {
     float amax = 0.0f;
     for (int j = 0; j < kSuperBlock; ++j) amax = std::max(amax, std::fabs(x[j]));
     *stored = f32_to_f16(amax);
     *inverse = amax != 0.0f ? 1.0f / amax : 0.0f;
-    return amax;
 }
 
 // -1, 0, +1 as 0, 1, 2 (lroundf rounds halves away from zero).

@@ -164,6 +164,12 @@ RILL_AVX2 inline void store_grid8(float* out, __m256 scale, uint64_t entry, uint
     _mm256_storeu_ps(out, _mm256_xor_ps(v, _mm256_castsi256_ps(_mm256_slli_epi32(negative, 31))));
 }
 
+// IQ2_XS and IQ2_S: a 4-bit scale per 16 values, two to a byte, each d·(0.5 + s)·0.25.
+RILL_AVX2 inline void iq2_half_scales(float d, uint8_t packed, __m256 db[2]) {
+    db[0] = _mm256_set1_ps(d * (0.5f + float(packed & 0xf)) * 0.25f);
+    db[1] = _mm256_set1_ps(d * (0.5f + float(packed >> 4)) * 0.25f);
+}
+
 RILL_AVX2 void dequantize_iq2_xxs_avx2(const uint8_t* src, float* out, size_t n_blocks) {
     for (size_t i = 0; i < n_blocks; ++i) {
         const uint8_t* b = src + i * sizeof(BlockIQ2_XXS);
@@ -188,8 +194,8 @@ RILL_AVX2 void dequantize_iq2_xs_avx2(const uint8_t* src, float* out, size_t n_b
         std::memcpy(q, b + 2, 64);
         const float d = f16_to_f32(half);
         for (int ib = 0; ib < 8; ++ib) {
-            const uint8_t sc = b[66 + ib];
-            const __m256 db[2] = {_mm256_set1_ps(d * (0.5f + float(sc & 0xf)) * 0.25f), _mm256_set1_ps(d * (0.5f + float(sc >> 4)) * 0.25f)};
+            __m256 db[2];
+            iq2_half_scales(d, b[66 + ib], db);
             for (int l = 0; l < 4; ++l, out += 8) store_grid8(out, db[l / 2], kIQ2XSGrid[q[4 * ib + l] & 511], kIQSigns[q[4 * ib + l] >> 9]);
         }
     }
@@ -202,8 +208,8 @@ RILL_AVX2 void dequantize_iq2_s_avx2(const uint8_t* src, float* out, size_t n_bl
         std::memcpy(&half, b, 2);
         const float d = f16_to_f32(half);
         for (int ib = 0; ib < 8; ++ib) {
-            const uint8_t sc = b[74 + ib];
-            const __m256 db[2] = {_mm256_set1_ps(d * (0.5f + float(sc & 0xf)) * 0.25f), _mm256_set1_ps(d * (0.5f + float(sc >> 4)) * 0.25f)};
+            __m256 db[2];
+            iq2_half_scales(d, b[74 + ib], db);
             for (int l = 0; l < 4; ++l, out += 8) {
                 const int index = b[2 + 4 * ib + l] | (((b[66 + ib] >> (2 * l)) & 3) << 8);
                 store_grid8(out, db[l / 2], kIQ2SGrid[size_t(index)], b[34 + 4 * ib + l]);

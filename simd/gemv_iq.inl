@@ -153,8 +153,7 @@ static float dot_row_iq1_m(const uint8_t* w, size_t n, const uint8_t* act) {
     for (size_t b = 0; b < n / 256; ++b) {
         const uint8_t* blk = w + b * sizeof(BlockIQ1_M);
         prefetch_ahead(blk, sizeof(BlockIQ1_M));
-        uint16_t half = 0;
-        for (int k = 0; k < 4; ++k) half |= uint16_t(((blk[49 + 2 * k] >> 4) & 0xf) << (4 * k));
+        const uint16_t half = iq1_m_scale_bits(blk + 48);
         I32x8 sum = zero32();
         for (int ib = 0; ib < 8; ++ib) {
             const uint8_t* q = blk + 4 * ib;
