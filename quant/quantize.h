@@ -37,6 +37,34 @@ void quantize_mxfp4(const float* in, uint8_t* blocks, size_t n_blocks);
 void quantize_tq1_0(const float* in, uint8_t* blocks, size_t n_blocks);
 void quantize_tq2_0(const float* in, uint8_t* blocks, size_t n_blocks);
 
+// With an importance matrix (llama-imatrix's per-column mean of x², the row's columns in order), ggml
+// runs other quantizers: the same formats, but each value's error weighted by how much the model's
+// inputs use its column. `importance` points at the importance of in[0], in[1], ... (the caller
+// offsets it to the blocks' first column). Writes n_blocks blocks, as QuantizeFn does.
+using WeightedQuantizeFn = void (*)(const float* in, const float* importance, uint8_t* blocks, size_t n_blocks);
+
+void quantize_q4_0_weighted(const float* in, const float* importance, uint8_t* blocks, size_t n_blocks);
+void quantize_q4_1_weighted(const float* in, const float* importance, uint8_t* blocks, size_t n_blocks);
+void quantize_q5_0_weighted(const float* in, const float* importance, uint8_t* blocks, size_t n_blocks);
+void quantize_q5_1_weighted(const float* in, const float* importance, uint8_t* blocks, size_t n_blocks);
+void quantize_q2_k_weighted(const float* in, const float* importance, uint8_t* blocks, size_t n_blocks);
+void quantize_q3_k_weighted(const float* in, const float* importance, uint8_t* blocks, size_t n_blocks);
+void quantize_q4_k_weighted(const float* in, const float* importance, uint8_t* blocks, size_t n_blocks);
+void quantize_q5_k_weighted(const float* in, const float* importance, uint8_t* blocks, size_t n_blocks);
+void quantize_q6_k_weighted(const float* in, const float* importance, uint8_t* blocks, size_t n_blocks);
+void quantize_iq4_nl_weighted(const float* in, const float* importance, uint8_t* blocks, size_t n_blocks);
+void quantize_iq4_xs_weighted(const float* in, const float* importance, uint8_t* blocks, size_t n_blocks);
+
+// The IQ1–IQ3 quantizers: grid searches. `importance` may be null for IQ2_S, IQ3_XXS, IQ3_S and IQ1_M
+// (ggml then weights by x²); IQ2_XXS, IQ2_XS and IQ1_S need one (see needs_importance).
+void quantize_iq2_xxs(const float* in, const float* importance, uint8_t* blocks, size_t n_blocks);
+void quantize_iq2_xs(const float* in, const float* importance, uint8_t* blocks, size_t n_blocks);
+void quantize_iq2_s(const float* in, const float* importance, uint8_t* blocks, size_t n_blocks);
+void quantize_iq3_xxs(const float* in, const float* importance, uint8_t* blocks, size_t n_blocks);
+void quantize_iq3_s(const float* in, const float* importance, uint8_t* blocks, size_t n_blocks);
+void quantize_iq1_s(const float* in, const float* importance, uint8_t* blocks, size_t n_blocks);
+void quantize_iq1_m(const float* in, const float* importance, uint8_t* blocks, size_t n_blocks);
+
 // ggml's nearest_int: adding 1.5 * 2^23 leaves round(x) (ties to even) in the low mantissa bits.
 // Valid for |x| < 2^22; larger or non-finite inputs give a meaningless but defined result, as in ggml.
 // Shared by the k-quant and IQ4 quantizers, whose bytes depend on this exact rounding.

@@ -15,6 +15,7 @@
 #include "imatrix-loader.h"
 #include "llama.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -236,14 +237,46 @@ int write_quantized(const std::string& dir) {
     if (!fx) return 1;
     std::fwrite(x.data(), sizeof(float), x.size(), fx);
     std::fclose(fx);
+    // A per-column importance as an imatrix gives it: positive, spread over three decades.
+    std::vector<float> importance(kCols);
+    SplitMix rng{0xBADC0DEull};
+    for (float& v : importance) v = float(std::exp(double(rng.next() >> 11) * 0x1p-53 * 6.9 - 3.45));
+    FILE* fi = std::fopen((dir + "/quantize.importance.f32").c_str(), "wb");
+    if (!fi) return 1;
+    std::fwrite(importance.data(), sizeof(float), importance.size(), fi);
+    std::fclose(fi);
+    // <type>.quantized with no importance (where ggml accepts none), <type>.imatrix.quantized with it.
     const struct {
         const char* type;
         size_t block_bytes;
-    } specs[] = {{"tq1_0", 54}, {"tq2_0", 66}};
+        bool needs_imatrix;
+    } specs[] = {{"tq1_0", 54, false},  {"tq2_0", 66, false},  {"iq2_xxs", 66, true}, {"iq2_xs", 74, true},
+                 {"iq2_s", 82, false},  {"iq3_xxs", 98, false}, {"iq3_s", 110, false}, {"iq1_s", 50, true},
+                 {"iq1_m", 56, false}};
     for (const auto& s : specs) {
-        std::vector<uint8_t> out(kRows * kCols / kBlock * s.block_bytes);
-        if (ggml_quantize_chunk(type_named(s.type), x.data(), out.data(), 0, kRows, kCols, nullptr) != out.size()) return 1;
-        FILE* f = std::fopen((dir + "/" + s.type + ".quantized").c_str(), "wb");
+        const ggml_type type = type_named(s.type);
+        ggml_quantize_init(type);
+        for (const bool with : {false, true}) {
+            if (!with && s.needs_imatrix) continue;
+            if (with && type == GGML_TYPE_TQ1_0) continue;  // ternary types ignore it
+            if (with && type == GGML_TYPE_TQ2_0) continue;
+            std::vector<uint8_t> out(kRows * kCols / kBlock * s.block_bytes);
+            const float* weights = with ? importance.data() : nullptr;
+            if (ggml_quantize_chunk(type, x.data(), out.data(), 0, kRows, kCols, weights) != out.size()) return 1;
+            FILE* f = std::fopen((dir + "/" + s.type + (with ? ".imatrix" : "") + ".quantized").c_str(), "wb");
+            if (!f) return 1;
+            std::fwrite(out.data(), 1, out.size(), f);
+            std::fclose(f);
+        }
+    }
+    // The older types an imatrix also steers (their plain quantizers are tested elsewhere).
+    for (const char* name : {"q4_0", "q4_1", "q5_0", "q5_1", "q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_nl", "iq4_xs"}) {
+        const ggml_type type = type_named(name);
+        std::vector<uint8_t> out(ggml_row_size(type, kCols) * kRows);
+        if (ggml_quantize_chunk(type, x.data(), out.data(), 0, kRows, kCols, importance.data()) != out.size()) return 1;
+        std::string file = name;
+        for (char& c : file) c = char(std::tolower(static_cast<unsigned char>(c)));
+        FILE* f = std::fopen((dir + "/" + file + ".imatrix.quantized").c_str(), "wb");
         if (!f) return 1;
         std::fwrite(out.data(), 1, out.size(), f);
         std::fclose(f);
