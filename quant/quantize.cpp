@@ -13,16 +13,12 @@
 
 #include "block_layouts.h"
 #include "fp16.h"
+#include "quantize_common.h"
 
 namespace rill {
 namespace {
 
 constexpr int kBlock = 32;
-
-template <typename Block>
-void store_block(uint8_t* blocks, size_t i, const Block& b) {
-    std::memcpy(blocks + i * sizeof(Block), &b, sizeof(Block));  // output carries no alignment promise
-}
 
 // The value of largest magnitude, sign kept; the first one wins a tie. Q4_0 and Q5_0 map it to
 // their most negative level, which has no positive twin, so the extreme value is kept up to the
@@ -57,12 +53,6 @@ Range value_range(const float* x) {
 int truncate_level(float v, int top) {
     if (!(v >= 0.0f)) return 0;
     return v >= float(top) ? top : int(v);
-}
-
-// The fifth bits of Q5_0/Q5_1 as ggml lays them out: element j in bit j of a little-endian word.
-void set_high_bits(uint32_t* qh, int j, int q0, int q1) {
-    *qh |= uint32_t((q0 >> 4) & 1) << j;
-    *qh |= uint32_t((q1 >> 4) & 1) << (j + kBlock / 2);
 }
 
 void quantize_f32(const float* in, uint8_t* out, size_t n) { std::memcpy(out, in, n * sizeof(float)); }
@@ -174,23 +164,61 @@ void quantize_q8_0(const float* in, uint8_t* blocks, size_t n_blocks) {
     }
 }
 
-bool can_quantize(TensorType type) {
+bool can_quantize(TensorType type) { return find_tensor_type(uint32_t(type)) != nullptr; }
+
+bool needs_importance(TensorType type) {
+    return type == TensorType::IQ2_XXS || type == TensorType::IQ2_XS || type == TensorType::IQ1_S;
+}
+
+namespace {
+
+// The quantizer ggml runs with an importance matrix, or null where it ignores one (or has no other).
+WeightedQuantizeFn weighted_quantizer(TensorType type) {
     switch (type) {
-        // Read and multiplied, not yet written: their quantizers (grid searches with an importance matrix)
-        // are the next part of this work.
+        case TensorType::Q4_0: return quantize_q4_0_weighted;
+        case TensorType::Q4_1: return quantize_q4_1_weighted;
+        case TensorType::Q5_0: return quantize_q5_0_weighted;
+        case TensorType::Q5_1: return quantize_q5_1_weighted;
+        case TensorType::Q2_K: return quantize_q2_k_weighted;
+        case TensorType::Q3_K: return quantize_q3_k_weighted;
+        case TensorType::Q4_K: return quantize_q4_k_weighted;
+        case TensorType::Q5_K: return quantize_q5_k_weighted;
+        case TensorType::Q6_K: return quantize_q6_k_weighted;
+        case TensorType::IQ4_NL: return quantize_iq4_nl_weighted;
+        case TensorType::IQ4_XS: return quantize_iq4_xs_weighted;
+        case TensorType::IQ2_XXS: return quantize_iq2_xxs;
+        case TensorType::IQ2_XS: return quantize_iq2_xs;
+        case TensorType::IQ2_S: return quantize_iq2_s;
+        case TensorType::IQ3_XXS: return quantize_iq3_xxs;
+        case TensorType::IQ3_S: return quantize_iq3_s;
+        case TensorType::IQ1_S: return quantize_iq1_s;
+        case TensorType::IQ1_M: return quantize_iq1_m;
+        default: return nullptr;
+    }
+}
+
+// The grid-search types take a null importance themselves (their own no-imatrix weighting).
+bool grid_search(TensorType type) {
+    switch (type) {
         case TensorType::IQ2_XXS:
         case TensorType::IQ2_XS:
         case TensorType::IQ2_S:
         case TensorType::IQ3_XXS:
         case TensorType::IQ3_S:
         case TensorType::IQ1_S:
-        case TensorType::IQ1_M:
-            return false;
-        default: return find_tensor_type(uint32_t(type)) != nullptr;
+        case TensorType::IQ1_M: return true;
+        default: return false;
     }
 }
 
-void quantize_row(TensorType type, const float* in, uint8_t* out, size_t n) {
+}  // namespace
+
+void quantize_row(TensorType type, const float* in, uint8_t* out, size_t n, const float* importance) {
+    const size_t n_blocks = n / traits(type).block_size;
+    if (needs_importance(type) && !importance)
+        throw std::invalid_argument("quantize: " + std::string(traits(type).name) + " needs an importance matrix (rill imatrix makes one)");
+    if (const WeightedQuantizeFn weighted = weighted_quantizer(type); weighted && (importance || grid_search(type)))
+        return weighted(in, importance, out, n_blocks);
     QuantizeFn blocked = nullptr;
     switch (type) {
         case TensorType::F32: return quantize_f32(in, out, n);
@@ -213,8 +241,8 @@ void quantize_row(TensorType type, const float* in, uint8_t* out, size_t n) {
         case TensorType::TQ2_0: blocked = quantize_tq2_0; break;
         default: break;
     }
-    if (!blocked) throw std::invalid_argument("quantize: rill cannot write " + std::string(traits(type).name) + " yet");
-    blocked(in, out, n / traits(type).block_size);
+    if (!blocked) throw std::invalid_argument("quantize: rill cannot write " + std::string(traits(type).name));
+    blocked(in, out, n_blocks);
 }
 
 }  // namespace rill

@@ -1,6 +1,6 @@
 // Scalar reference quantizers: float32 rows into GGUF block formats, the inverse of dequantize_row.
-// Each reproduces what `llama-quantize` writes without an importance matrix (ggml's reference
-// quantizers), with the same operations in the same order so the bytes can match ggml's.
+// Each reproduces what `llama-quantize` writes, without an importance matrix (ggml's reference
+// quantizers) and with one, with the same operations in the same order so the bytes match ggml's.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -10,13 +10,18 @@
 
 namespace rill {
 
-// True for every type quantize_row can write: all types rill reads but the IQ1–IQ3 ones, whose
-// quantizers (grid searches with an importance matrix) are still to come.
+// True for every type quantize_row can write (every type rill reads).
 bool can_quantize(TensorType type);
+// IQ2_XXS, IQ2_XS and IQ1_S: ggml's quantizers for them need an importance matrix (so does rill's).
+bool needs_importance(TensorType type);
 
-// Quantizes n floats (n a multiple of the type's block size) into row_bytes(type, n) bytes at `out`.
+// Quantizes one row of n floats (n a multiple of the type's block size) into row_bytes(type, n) bytes at
+// `out`. `importance`: the row's per-column importance (n floats, from an imatrix) or null; with it,
+// every type whose ggml quantizer takes one is quantized as llama-quantize does with that imatrix.
+// Q4_0..Q5_1 measure their weights' spread over the whole row, so a row is always quantized whole.
+// Throws std::invalid_argument for a type that needs importance and gets none.
 // Inputs are expected finite; values beyond a format's range give infinite scales, as in ggml.
-void quantize_row(TensorType type, const float* in, uint8_t* out, size_t n);
+void quantize_row(TensorType type, const float* in, uint8_t* out, size_t n, const float* importance = nullptr);
 
 // The per-type quantizers behind quantize_row, each writing n_blocks consecutive blocks.
 using QuantizeFn = void (*)(const float* in, uint8_t* blocks, size_t n_blocks);

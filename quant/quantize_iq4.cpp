@@ -1,6 +1,7 @@
-// IQ4_NL and IQ4_XS quantizers: ggml's quantize_row_iq4_nl_impl as llama-quantize runs it without an
-// importance matrix (weights x², seven trial scales either side of the first guess). Both pick, per
-// group of 32, the scale whose nearest-level assignment best fits the group in weighted least squares;
+// IQ4_NL and IQ4_XS quantizers: ggml's quantize_row_iq4_nl_impl as llama-quantize runs it, seven trial
+// scales either side of the first guess, each value weighted by x² or, with an importance matrix, by
+// its column's importance. Both pick, per group of 32, the scale whose nearest-level assignment best
+// fits the group in weighted least squares;
 // IQ4_NL stores that scale as a half, IQ4_XS quantizes the eight scales of a super-block to 6 bits
 // against one half-float super-scale and re-assigns the levels under the scale as stored.
 #include <algorithm>
@@ -10,18 +11,13 @@
 #include "block_layouts.h"
 #include "fp16.h"
 #include "quantize.h"
+#include "quantize_common.h"
 
 namespace rill {
 namespace {
 
 constexpr int kGroup = 32;
-constexpr int kTrials = 7;            // ggml's ntry for quantize_iq4_nl / quantize_iq4_xs
-constexpr float kGroupMaxEps = 1e-15f;  // below this a group counts as zero
-
-template <typename Block>
-void store_block(uint8_t* blocks, size_t i, const Block& b) {
-    std::memcpy(blocks + i * sizeof(Block), &b, sizeof(Block));  // output carries no alignment promise
-}
+constexpr int kTrials = 7;  // ggml's ntry for quantize_iq4_nl / quantize_iq4_xs
 
 // Index of the level nearest x; a value exactly halfway goes to the upper level. Comparing 2x with
 // the sum of neighbours is exact, and agrees with ggml's subtract-and-compare for every float.
@@ -38,9 +34,7 @@ int nearest_level(float x) {
 // Best scale for one group of 32. The first guess maps the value of largest magnitude to the
 // extreme level -127 (it has no positive twin); then inverse scales (trial - 127) / max for trial in
 // -7..7 are tried and the least-squares scale of the best-fitting assignment is kept.
-float fit_group(const float* x) {
-    float weights[kGroup];
-    for (int j = 0; j < kGroup; ++j) weights[j] = x[j] * x[j];
+float fit_group(const float* x, const float* weights) {
     float amax = 0.0f, max = 0.0f;
     for (int j = 0; j < kGroup; ++j) {
         if (std::fabs(x[j]) > amax) {
@@ -82,11 +76,23 @@ void pack_group(const float* x, float inverse_scale, uint8_t qs[16]) {
     }
 }
 
-}  // namespace
+// The weights of the groups of a super-block of `size` values (32 for IQ4_NL, 256 for IQ4_XS): x²
+// without importance; with it, ggml's importance weighting with sigma2 twice the super-block's mean x².
+void group_weights(const float* x, const float* importance, int size, float weights[]) {
+    if (!importance) {
+        for (int j = 0; j < size; ++j) weights[j] = x[j] * x[j];
+        return;
+    }
+    float sigma2 = sum_squares(size_t(size), x);
+    sigma2 *= 2.0f / float(size);  // scaled in place as ggml does: sum * (2 / size), not 2 * sum / size
+    importance_weights(size, x, importance, sigma2, weights);
+}
 
-void quantize_iq4_nl(const float* in, uint8_t* blocks, size_t n_blocks) {
+void quantize_iq4_nl_blocks(const float* in, const float* importance, uint8_t* blocks, size_t n_blocks) {
     for (size_t i = 0; i < n_blocks; ++i, in += kGroup) {
-        const float d = fit_group(in);
+        float weights[kGroup];
+        group_weights(in, importance ? importance + i * kGroup : nullptr, kGroup, weights);
+        const float d = fit_group(in, weights);
         BlockIQ4_NL b{};
         b.d = f32_to_f16(d);
         // Levels are re-assigned under the float scale (not the half), as ggml does.
@@ -95,13 +101,15 @@ void quantize_iq4_nl(const float* in, uint8_t* blocks, size_t n_blocks) {
     }
 }
 
-void quantize_iq4_xs(const float* in, uint8_t* blocks, size_t n_blocks) {
+void quantize_iq4_xs_blocks(const float* in, const float* importance, uint8_t* blocks, size_t n_blocks) {
     constexpr int kGroups = kSuperBlock / kGroup;
     for (size_t i = 0; i < n_blocks; ++i, in += kSuperBlock) {
+        float weights[kSuperBlock];
+        group_weights(in, importance ? importance + i * kSuperBlock : nullptr, kSuperBlock, weights);
         float scales[kGroups];
         float max_scale = 0.0f, amax_scale = 0.0f;
         for (int g = 0; g < kGroups; ++g) {
-            scales[g] = fit_group(in + kGroup * g);
+            scales[g] = fit_group(in + kGroup * g, weights + kGroup * g);
             if (std::fabs(scales[g]) > amax_scale) {
                 amax_scale = std::fabs(scales[g]);
                 max_scale = scales[g];
@@ -124,6 +132,24 @@ void quantize_iq4_xs(const float* in, uint8_t* blocks, size_t n_blocks) {
         }
         store_block(blocks, i, b);
     }
+}
+
+}  // namespace
+
+void quantize_iq4_nl(const float* in, uint8_t* blocks, size_t n_blocks) {
+    quantize_iq4_nl_blocks(in, nullptr, blocks, n_blocks);
+}
+
+void quantize_iq4_nl_weighted(const float* in, const float* importance, uint8_t* blocks, size_t n_blocks) {
+    quantize_iq4_nl_blocks(in, importance, blocks, n_blocks);
+}
+
+void quantize_iq4_xs(const float* in, uint8_t* blocks, size_t n_blocks) {
+    quantize_iq4_xs_blocks(in, nullptr, blocks, n_blocks);
+}
+
+void quantize_iq4_xs_weighted(const float* in, const float* importance, uint8_t* blocks, size_t n_blocks) {
+    quantize_iq4_xs_blocks(in, importance, blocks, n_blocks);
 }
 
 }  // namespace rill

@@ -7,6 +7,9 @@
 // Bit-exactness with ggml hangs on details kept here on purpose: sums accumulated in element order,
 // products grouped as ggml groups them (w * x * l is (w * x) * l), nearest_int's ties-to-even, and
 // the int-to-narrow-integer conversions ggml performs when it stores a level.
+//
+// The fits and the final re-quantize-and-pack steps are shared (quantize_common.h) with the
+// importance-weighted quantizers in quantize_kquants_weighted.cpp; Q6_K's weighted path is here.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -14,17 +17,10 @@
 #include "block_layouts.h"
 #include "fp16.h"
 #include "quantize.h"
+#include "quantize_common.h"
 
 namespace rill {
 namespace {
-
-// Below this a group's values count as zero (ggml's GROUP_MAX_EPS): no scale can be fitted.
-constexpr float kGroupMaxEps = 1e-15f;
-
-template <typename Block>
-void store_block(uint8_t* blocks, size_t i, const Block& b) {
-    std::memcpy(blocks + i * sizeof(Block), &b, sizeof(Block));  // output carries no alignment promise
-}
 
 // The value of largest magnitude with its sign (first wins a tie); mapping it to the most negative
 // level -nmax uses the one level that has no positive twin.
@@ -41,10 +37,11 @@ float signed_absmax(int n, const float* x, float* amax_out) {
     return max;
 }
 
-// Symmetric levels -nmax..nmax-1 for n values, stored offset by nmax in L; returns the scale.
-// ggml's make_qx_quants with rmse_type 1 and no importance: weights x², and the scale that best fits
-// among nineteen trial inverse scales around nmax/max (least squares for each trial's levels).
-float fit_symmetric(int n, int nmax, const float* x, int8_t* L) {
+}  // namespace
+
+// ggml's make_qx_quants with rmse_type 1: the scale that best fits among nineteen trial inverse scales
+// around nmax/max (weighted least squares for each trial's levels).
+float fit_symmetric(int n, int nmax, const float* x, const float* weights, int8_t* L) {
     float amax;
     const float max = signed_absmax(n, x, &amax);
     if (amax < kGroupMaxEps) {
@@ -56,7 +53,7 @@ float fit_symmetric(int n, int nmax, const float* x, int8_t* L) {
     for (int i = 0; i < n; ++i) {
         const int l = std::clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1);
         L[i] = int8_t(l + nmax);
-        const float w = x[i] * x[i];
+        const float w = weights ? weights[i] : x[i] * x[i];
         sumlx += w * x[i] * float(l);
         suml2 += w * float(l) * float(l);
     }
@@ -68,7 +65,7 @@ float fit_symmetric(int n, int nmax, const float* x, int8_t* L) {
         sumlx = suml2 = 0.0f;
         for (int i = 0; i < n; ++i) {
             const int l = std::clamp(nearest_int(iscale * x[i]), -nmax, nmax - 1);
-            const float w = x[i] * x[i];
+            const float w = weights ? weights[i] : x[i] * x[i];
             sumlx += w * x[i] * float(l);
             suml2 += w * float(l) * float(l);
         }
@@ -81,6 +78,8 @@ float fit_symmetric(int n, int nmax, const float* x, int8_t* L) {
     }
     return scale;
 }
+
+namespace {
 
 // Q3_K's fit (ggml's make_q3_quants with do_rmse): start from nmax/max, then move single levels
 // while that improves the x²-weighted least-squares fit, for at most five passes.
@@ -127,15 +126,11 @@ float fit_symmetric_by_moves(int n, int nmax, const float* x, int8_t* L) {
     return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
 }
 
-// Levels 0..nmax with a scale and a min, x ≈ scale * l - min, for the asymmetric k-quants (ggml's
-// make_qkx2_quants). The min is never positive on the x side (0 must stay reachable), and nstep+1
-// trial inverse scales from (nmax + rmin) / range upwards are each refitted by weighted least
-// squares; the trial with the smallest weighted error (absolute if use_mad, else squared) wins.
-struct ScaleMin {
-    float scale;
-    float min;  // subtracted on dequantization: stored as a non-negative number
-};
+}  // namespace
 
+// The min is never positive on the x side (0 must stay reachable), and nstep+1 trial inverse scales
+// from (nmax + rmin) / range upwards are each refitted by weighted least squares; the trial with the
+// smallest weighted error (absolute if use_mad, else squared) wins.
 ScaleMin fit_scale_min(int n, int nmax, const float* x, const float* weights, uint8_t* L, float rmin, float rdelta,
                        int nstep, bool use_mad) {
     float min = x[0], max = x[0];
@@ -198,6 +193,8 @@ ScaleMin fit_scale_min(int n, int nmax, const float* x, const float* weights, ui
     return {scale, -min};
 }
 
+namespace {
+
 // Q2_K and Q3_K keep 2 bits per value: byte l of each 32-byte half holds elements l, l+32, l+64, l+96.
 void pack_2bit(const uint8_t* L, uint8_t qs[64]) {
     for (int half = 0; half < 2; ++half) {
@@ -222,17 +219,17 @@ void pack_k4_scales(const uint8_t ls[8], const uint8_t lm[8], uint8_t packed[12]
     }
 }
 
-// Q4_K and Q5_K share everything but the level count and the search: fit each 32-value sub-block
-// with weights (rms + |x|), quantize the scales and mins to 6 bits against the largest of each, then
-// re-quantize the values with the scales as stored. Returns d and dmin as halves through the block.
+// Q4_K and Q5_K's reference fit, which differ only in the level count and the search: each 32-value
+// sub-block fitted with weights (rms + |x|), then its scale and min quantized to 6 bits against the
+// largest of each. d and dmin come back as floats, before their half rounding.
 struct K4Params {
     int nmax;
     float rmin, rdelta;
     int nstep;
 };
 
-void quantize_k4_levels(const float* x, const K4Params& p, uint8_t L[256], uint16_t* d_out, uint16_t* dmin_out,
-                        uint8_t packed_scales[12]) {
+void fit_k4_reference(const float* x, const K4Params& p, uint8_t L[256], uint8_t ls[8], uint8_t lm[8], float* d,
+                      float* dmin) {
     float scales[8], mins[8];
     float max_scale = 0.0f, max_min = 0.0f;  // the min is subtracted, so both are non-negative
     for (int j = 0; j < 8; ++j) {
@@ -251,161 +248,47 @@ void quantize_k4_levels(const float* x, const K4Params& p, uint8_t L[256], uint1
 
     const float inv_scale = max_scale > 0.0f ? 63.0f / max_scale : 0.0f;
     const float inv_min = max_min > 0.0f ? 63.0f / max_min : 0.0f;
-    uint8_t ls[8], lm[8];
     for (int j = 0; j < 8; ++j) {
         // ggml stores nearest_int's result in a uint8_t before clamping; the conversion is kept.
         ls[j] = std::min<uint8_t>(63, uint8_t(nearest_int(inv_scale * scales[j])));
         lm[j] = std::min<uint8_t>(63, uint8_t(nearest_int(inv_min * mins[j])));
     }
-    std::memset(packed_scales, 0, 12);
-    pack_k4_scales(ls, lm, packed_scales);
-    *d_out = f32_to_f16(max_scale / 63.0f);
-    *dmin_out = f32_to_f16(max_min / 63.0f);
+    *d = max_scale / 63.0f;
+    *dmin = max_min / 63.0f;
+}
+
+// Stores Q4_K/Q5_K's scales, mins and super-scales, then re-fits the levels 0..nmax to them. The
+// scales are read back from the packed bytes, as ggml does: that differs from ls/lm only when one
+// exceeds 63 (a negative level wrapped), which the weighted Q4_K passes through unclamped.
+void requantize_k4(const float* x, int nmax, const uint8_t ls[8], const uint8_t lm[8], float d_block,
+                   float dmin_block, uint8_t L[256], uint16_t* d_out, uint16_t* dmin_out, uint8_t packed[12]) {
+    std::memset(packed, 0, 12);
+    pack_k4_scales(ls, lm, packed);
+    *d_out = f32_to_f16(d_block);
+    *dmin_out = f32_to_f16(dmin_block);
 
     const float d = f16_to_f32(*d_out), dmin = f16_to_f32(*dmin_out);
     for (int j = 0; j < 8; ++j) {
-        const float scale = d * float(ls[j]);
+        int sc, m;
+        k4_scale_min(j, packed, &sc, &m);
+        const float scale = d * float(sc);
         if (scale == 0.0f) continue;  // levels from the fit stay: any level decodes the same
-        const float min = dmin * float(lm[j]);
+        const float min = dmin * float(m);
         for (int l = 0; l < 32; ++l)
-            L[32 * j + l] = uint8_t(std::clamp(nearest_int((x[32 * j + l] + min) / scale), 0, p.nmax));
+            L[32 * j + l] = uint8_t(std::clamp(nearest_int((x[32 * j + l] + min) / scale), 0, nmax));
     }
 }
 
-}  // namespace
-
-void quantize_q2_k(const float* in, uint8_t* blocks, size_t n_blocks) {
-    constexpr float kLevels4 = 15.0f;  // scales and mins are 4-bit
+// Q6_K with or without importance: ggml's two paths differ only in the fit's weights (the importance
+// as given, not scaled by the block's spread as the other k-quants do; x² without it).
+void quantize_q6_k_blocks(const float* in, const float* importance, uint8_t* blocks, size_t n_blocks) {
     for (size_t i = 0; i < n_blocks; ++i, in += kSuperBlock) {
-        uint8_t L[256];
-        float scales[16], mins[16];
-        float max_scale = 0.0f, max_min = 0.0f;
-        for (int j = 0; j < 16; ++j) {
-            float weights[16];
-            for (int l = 0; l < 16; ++l) weights[l] = std::fabs(in[16 * j + l]);
-            const ScaleMin fit = fit_scale_min(16, 3, in + 16 * j, weights, L + 16 * j, -0.5f, 0.1f, 15, true);
-            scales[j] = fit.scale;
-            mins[j] = fit.min;
-            if (fit.scale > max_scale) max_scale = fit.scale;
-            if (fit.min > max_min) max_min = fit.min;
-        }
-
-        BlockQ2_K b{};
-        if (max_scale > 0.0f) {
-            const float iscale = kLevels4 / max_scale;
-            for (int j = 0; j < 16; ++j) b.scales[j] = uint8_t(nearest_int(iscale * scales[j]));
-            b.d = f32_to_f16(max_scale / kLevels4);
-        } else {
-            b.d = f32_to_f16(0.0f);
-        }
-        if (max_min > 0.0f) {
-            const float iscale = kLevels4 / max_min;
-            for (int j = 0; j < 16; ++j) b.scales[j] = uint8_t(b.scales[j] | (nearest_int(iscale * mins[j]) << 4));
-            b.dmin = f32_to_f16(max_min / kLevels4);
-        } else {
-            b.dmin = f32_to_f16(0.0f);
-        }
-
-        const float d = f16_to_f32(b.d), dmin = f16_to_f32(b.dmin);
-        for (int j = 0; j < 16; ++j) {
-            const float scale = d * float(b.scales[j] & 0x0f);
-            if (scale == 0.0f) continue;
-            const float min = dmin * float(b.scales[j] >> 4);
-            for (int l = 0; l < 16; ++l)
-                L[16 * j + l] = uint8_t(std::clamp(nearest_int((in[16 * j + l] + min) / scale), 0, 3));
-        }
-        pack_2bit(L, b.qs);
-        store_block(blocks, i, b);
-    }
-}
-
-void quantize_q3_k(const float* in, uint8_t* blocks, size_t n_blocks) {
-    for (size_t i = 0; i < n_blocks; ++i, in += kSuperBlock) {
-        int8_t L[256];
-        float scales[16];
-        float max_scale = 0.0f, amax = 0.0f;
-        for (int j = 0; j < 16; ++j) {
-            scales[j] = fit_symmetric_by_moves(16, 4, in + 16 * j, L + 16 * j);
-            if (std::fabs(scales[j]) > amax) {
-                amax = std::fabs(scales[j]);
-                max_scale = scales[j];
-            }
-        }
-
-        BlockQ3_K b{};
-        int8_t stored[16] = {};  // the signed 6-bit scales exactly as the block will hold them
-        if (max_scale != 0.0f) {
-            // The scale of largest magnitude goes to -32, the level without a positive twin.
-            const float iscale = -32.0f / max_scale;
-            for (int j = 0; j < 16; ++j) {
-                const int l = std::clamp(int(int8_t(nearest_int(iscale * scales[j]))), -32, 31) + 32;
-                stored[j] = int8_t(l - 32);
-                if (j < 8)
-                    b.scales[j] = uint8_t(l & 0x0f);
-                else
-                    b.scales[j - 8] = uint8_t(b.scales[j - 8] | ((l & 0x0f) << 4));
-                b.scales[8 + j % 4] = uint8_t(b.scales[8 + j % 4] | ((l >> 4) << (2 * (j / 4))));
-            }
-            b.d = f32_to_f16(1.0f / iscale);
-        } else {
-            b.d = f32_to_f16(0.0f);
-        }
-
-        const float d_all = f16_to_f32(b.d);
-        for (int j = 0; j < 16; ++j) {
-            const float scale = d_all * float(stored[j]);
-            if (scale == 0.0f) continue;
-            for (int l = 0; l < 16; ++l)
-                L[16 * j + l] = int8_t(std::clamp(nearest_int(in[16 * j + l] / scale), -4, 3) + 4);
-        }
-
-        // Levels 0..7: the high bit of element j goes to bit j/32 of hmask[j % 32], the low two to qs.
-        uint8_t low[256];
-        for (int j = 0; j < 256; ++j) {
-            if (L[j] > 3) b.hmask[j % 32] = uint8_t(b.hmask[j % 32] | (1u << (j / 32)));
-            low[j] = uint8_t(L[j] & 3);
-        }
-        pack_2bit(low, b.qs);
-        store_block(blocks, i, b);
-    }
-}
-
-void quantize_q4_k(const float* in, uint8_t* blocks, size_t n_blocks) {
-    for (size_t i = 0; i < n_blocks; ++i, in += kSuperBlock) {
-        uint8_t L[256];
-        BlockQ4_K b{};
-        quantize_k4_levels(in, {15, -1.0f, 0.1f, 20}, L, &b.d, &b.dmin, b.scales);
-        // Each 32-byte group holds 64 values: the first 32 in the low nibbles, the next 32 in the high.
-        for (int g = 0; g < 4; ++g)
-            for (int l = 0; l < 32; ++l) b.qs[32 * g + l] = uint8_t(L[64 * g + l] | (L[64 * g + l + 32] << 4));
-        store_block(blocks, i, b);
-    }
-}
-
-void quantize_q5_k(const float* in, uint8_t* blocks, size_t n_blocks) {
-    for (size_t i = 0; i < n_blocks; ++i, in += kSuperBlock) {
-        uint8_t L[256];
-        BlockQ5_K b{};
-        quantize_k4_levels(in, {31, -0.5f, 0.1f, 15}, L, &b.d, &b.dmin, b.scales);
-        // As Q4_K for the low nibbles; the fifth bit of sub-block s goes to bit s of qh.
-        for (int g = 0; g < 4; ++g) {
-            for (int l = 0; l < 32; ++l) {
-                const int lo = L[64 * g + l], hi = L[64 * g + l + 32];
-                b.qs[32 * g + l] = uint8_t((lo & 0x0f) | ((hi & 0x0f) << 4));
-                b.qh[l] = uint8_t(b.qh[l] | ((lo >> 4) << (2 * g)) | ((hi >> 4) << (2 * g + 1)));
-            }
-        }
-        store_block(blocks, i, b);
-    }
-}
-
-void quantize_q6_k(const float* in, uint8_t* blocks, size_t n_blocks) {
-    for (size_t i = 0; i < n_blocks; ++i, in += kSuperBlock) {
+        const float* weights = importance ? importance + i * kSuperBlock : nullptr;
         int8_t L[256];
         float scales[16];
         float max_scale = 0.0f, max_abs_scale = 0.0f;
         for (int j = 0; j < 16; ++j) {
-            scales[j] = fit_symmetric(16, 32, in + 16 * j, L + 16 * j);
+            scales[j] = fit_symmetric(16, 32, in + 16 * j, weights ? weights + 16 * j : nullptr, L + 16 * j);
             if (std::fabs(scales[j]) > max_abs_scale) {
                 max_abs_scale = std::fabs(scales[j]);
                 max_scale = scales[j];
@@ -443,6 +326,167 @@ void quantize_q6_k(const float* in, uint8_t* blocks, size_t n_blocks) {
         }
         store_block(blocks, i, b);
     }
+}
+
+}  // namespace
+
+void requantize_q2_k(const float* x, uint8_t L[256], BlockQ2_K& b) {
+    const float d = f16_to_f32(b.d), dmin = f16_to_f32(b.dmin);
+    for (int j = 0; j < 16; ++j) {
+        const float scale = d * float(b.scales[j] & 0x0f);
+        if (scale == 0.0f) continue;
+        const float min = dmin * float(b.scales[j] >> 4);
+        for (int l = 0; l < 16; ++l)
+            L[16 * j + l] = uint8_t(std::clamp(nearest_int((x[16 * j + l] + min) / scale), 0, 3));
+    }
+    pack_2bit(L, b.qs);
+}
+
+void requantize_q3_k(const float* x, const int8_t biased[16], float d, int8_t L[256], BlockQ3_K& b) {
+    // Low nibbles: sub-blocks 0-7 in bytes 0-7, 8-15 in their high halves; the top two bits of
+    // sub-block j go to byte 8 + j % 4 at bit 2 * (j / 4).
+    std::memset(b.scales, 0, sizeof b.scales);
+    for (int j = 0; j < 16; ++j) {
+        const int l = biased[j];
+        if (j < 8)
+            b.scales[j] = uint8_t(l & 0x0f);
+        else
+            b.scales[j - 8] = uint8_t(b.scales[j - 8] | ((l & 0x0f) << 4));
+        b.scales[8 + j % 4] = uint8_t(b.scales[8 + j % 4] | ((l >> 4) << (2 * (j / 4))));
+    }
+    b.d = f32_to_f16(d);
+
+    const float d_all = f16_to_f32(b.d);
+    for (int j = 0; j < 16; ++j) {
+        const float scale = d_all * float(biased[j] - 32);
+        if (scale == 0.0f) continue;
+        for (int l = 0; l < 16; ++l)
+            L[16 * j + l] = int8_t(std::clamp(nearest_int(x[16 * j + l] / scale), -4, 3) + 4);
+    }
+
+    // Levels 0..7: the high bit of element j goes to bit j/32 of hmask[j % 32], the low two to qs.
+    std::memset(b.hmask, 0, sizeof b.hmask);
+    uint8_t low[256];
+    for (int j = 0; j < 256; ++j) {
+        if (L[j] > 3) b.hmask[j % 32] = uint8_t(b.hmask[j % 32] | (1u << (j / 32)));
+        low[j] = uint8_t(L[j] & 3);
+    }
+    pack_2bit(low, b.qs);
+}
+
+void requantize_q4_k(const float* x, const uint8_t ls[8], const uint8_t lm[8], float d, float dmin, uint8_t L[256],
+                     BlockQ4_K& b) {
+    requantize_k4(x, 15, ls, lm, d, dmin, L, &b.d, &b.dmin, b.scales);
+    // Each 32-byte group holds 64 values: the first 32 in the low nibbles, the next 32 in the high.
+    for (int g = 0; g < 4; ++g)
+        for (int l = 0; l < 32; ++l) b.qs[32 * g + l] = uint8_t(L[64 * g + l] | (L[64 * g + l + 32] << 4));
+}
+
+void requantize_q5_k(const float* x, const uint8_t ls[8], const uint8_t lm[8], float d, float dmin, uint8_t L[256],
+                     BlockQ5_K& b) {
+    requantize_k4(x, 31, ls, lm, d, dmin, L, &b.d, &b.dmin, b.scales);
+    // As Q4_K for the low nibbles; the fifth bit of sub-block s goes to bit s of qh.
+    std::memset(b.qh, 0, sizeof b.qh);
+    for (int g = 0; g < 4; ++g) {
+        for (int l = 0; l < 32; ++l) {
+            const int lo = L[64 * g + l], hi = L[64 * g + l + 32];
+            b.qs[32 * g + l] = uint8_t((lo & 0x0f) | ((hi & 0x0f) << 4));
+            b.qh[l] = uint8_t(b.qh[l] | ((lo >> 4) << (2 * g)) | ((hi >> 4) << (2 * g + 1)));
+        }
+    }
+}
+
+void quantize_q2_k(const float* in, uint8_t* blocks, size_t n_blocks) {
+    constexpr float kLevels4 = 15.0f;  // scales and mins are 4-bit
+    for (size_t i = 0; i < n_blocks; ++i, in += kSuperBlock) {
+        uint8_t L[256];
+        float scales[16], mins[16];
+        float max_scale = 0.0f, max_min = 0.0f;
+        for (int j = 0; j < 16; ++j) {
+            float weights[16];
+            for (int l = 0; l < 16; ++l) weights[l] = std::fabs(in[16 * j + l]);
+            const ScaleMin fit = fit_scale_min(16, 3, in + 16 * j, weights, L + 16 * j, -0.5f, 0.1f, 15, true);
+            scales[j] = fit.scale;
+            mins[j] = fit.min;
+            if (fit.scale > max_scale) max_scale = fit.scale;
+            if (fit.min > max_min) max_min = fit.min;
+        }
+
+        BlockQ2_K b{};
+        if (max_scale > 0.0f) {
+            const float iscale = kLevels4 / max_scale;
+            for (int j = 0; j < 16; ++j) b.scales[j] = uint8_t(nearest_int(iscale * scales[j]));
+            b.d = f32_to_f16(max_scale / kLevels4);
+        } else {
+            b.d = f32_to_f16(0.0f);
+        }
+        if (max_min > 0.0f) {
+            const float iscale = kLevels4 / max_min;
+            for (int j = 0; j < 16; ++j) b.scales[j] = uint8_t(b.scales[j] | (nearest_int(iscale * mins[j]) << 4));
+            b.dmin = f32_to_f16(max_min / kLevels4);
+        } else {
+            b.dmin = f32_to_f16(0.0f);
+        }
+        requantize_q2_k(in, L, b);
+        store_block(blocks, i, b);
+    }
+}
+
+void quantize_q3_k(const float* in, uint8_t* blocks, size_t n_blocks) {
+    for (size_t i = 0; i < n_blocks; ++i, in += kSuperBlock) {
+        int8_t L[256];
+        float scales[16];
+        float max_scale = 0.0f, amax = 0.0f;
+        for (int j = 0; j < 16; ++j) {
+            scales[j] = fit_symmetric_by_moves(16, 4, in + 16 * j, L + 16 * j);
+            if (std::fabs(scales[j]) > amax) {
+                amax = std::fabs(scales[j]);
+                max_scale = scales[j];
+            }
+        }
+
+        // With every scale zero the block keeps zero scale bytes and d, as ggml's does.
+        int8_t biased[16] = {};
+        float d = 0.0f;
+        if (max_scale != 0.0f) {
+            // The scale of largest magnitude goes to -32, the level without a positive twin.
+            const float iscale = -32.0f / max_scale;
+            for (int j = 0; j < 16; ++j)
+                biased[j] = int8_t(std::clamp(int(int8_t(nearest_int(iscale * scales[j]))), -32, 31) + 32);
+            d = 1.0f / iscale;
+        }
+        BlockQ3_K b{};
+        requantize_q3_k(in, biased, d, L, b);
+        store_block(blocks, i, b);
+    }
+}
+
+void quantize_q4_k(const float* in, uint8_t* blocks, size_t n_blocks) {
+    for (size_t i = 0; i < n_blocks; ++i, in += kSuperBlock) {
+        uint8_t L[256], ls[8], lm[8];
+        float d, dmin;
+        fit_k4_reference(in, {15, -1.0f, 0.1f, 20}, L, ls, lm, &d, &dmin);
+        BlockQ4_K b{};
+        requantize_q4_k(in, ls, lm, d, dmin, L, b);
+        store_block(blocks, i, b);
+    }
+}
+
+void quantize_q5_k(const float* in, uint8_t* blocks, size_t n_blocks) {
+    for (size_t i = 0; i < n_blocks; ++i, in += kSuperBlock) {
+        uint8_t L[256], ls[8], lm[8];
+        float d, dmin;
+        fit_k4_reference(in, {31, -0.5f, 0.1f, 15}, L, ls, lm, &d, &dmin);
+        BlockQ5_K b{};
+        requantize_q5_k(in, ls, lm, d, dmin, L, b);
+        store_block(blocks, i, b);
+    }
+}
+
+void quantize_q6_k(const float* in, uint8_t* blocks, size_t n_blocks) { quantize_q6_k_blocks(in, nullptr, blocks, n_blocks); }
+
+void quantize_q6_k_weighted(const float* in, const float* importance, uint8_t* blocks, size_t n_blocks) {
+    quantize_q6_k_blocks(in, importance, blocks, n_blocks);
 }
 
 }  // namespace rill
