@@ -26,6 +26,12 @@ std::string read_text_file(const std::string& path) {
     return s.str();
 }
 
+std::string read_scoring_text(const std::string& path) {
+    std::string text = read_text_file(path);
+    if (!text.empty() && text.back() == '\n') text.pop_back();
+    return text;
+}
+
 const std::atomic<bool>& interrupt_flag(bool also_sigterm) {
     struct sigaction action {};
     action.sa_handler = on_signal;

@@ -8,6 +8,8 @@ namespace rill::cli {
 
 // The file's bytes; throws rill::Error naming the file if it cannot be read.
 std::string read_text_file(const std::string& path);
+// A text to score (perplexity, imatrix): the file with one trailing newline dropped, as llama.cpp reads it.
+std::string read_scoring_text(const std::string& path);
 
 // Installs a SIGINT (and SIGTERM, if asked) handler that only sets the returned flag, with no
 // SA_RESTART, so a blocked read returns and long work can stop at its next check.

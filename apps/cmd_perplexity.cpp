@@ -3,11 +3,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
+#include "cli_support.h"
 #include "commands.h"
 #include "model_flags.h"
 #include "session_flags.h"
@@ -31,16 +30,6 @@ struct PerplexityFlags {
     // bfloat16 inputs where the CPU has them, 0.1 off in log-prob): a measurement of the weights, not of rill's rounding.
     SessionFlags session{.ctx = 512, .kv = {.both = "f32", .k = "", .v = ""}, .gemm = "onednn"};
 };
-
-std::vector<int32_t> text_tokens(const std::string& path, const Vocab& vocab) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(path + ": cannot open");
-    std::ostringstream s;
-    s << in.rdbuf();
-    std::string text = s.str();
-    if (!text.empty() && text.back() == '\n') text.pop_back();  // llama.cpp drops one trailing newline
-    return tokenize(vocab, text);
-}
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
@@ -112,7 +101,7 @@ int perplexity(const PerplexityFlags& f) {
         tokens = h.tokens;
         plan = plan_chunks(tokens.size(), h.n_ctx, f.chunks);
     } else {
-        tokens = text_tokens(f.text_file, vocab);
+        tokens = tokenize(vocab, read_scoring_text(f.text_file));
         plan = plan_chunks(tokens.size(), f.session.ctx, f.chunks);
         if (!f.kl_base.empty()) {
             KlBaseHeader h{plan.n_ctx, n_vocab, plan.n_chunk, {tokens.begin(), tokens.begin() + ptrdiff_t(plan.n_chunk) * plan.n_ctx}};

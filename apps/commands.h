@@ -21,5 +21,6 @@ Action add_bench(CLI::App& app);
 Action add_serve(CLI::App& app);
 Action add_plan(CLI::App& app);
 Action add_perplexity(CLI::App& app);
+Action add_imatrix(CLI::App& app);
 
 }  // namespace rill::cli

@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
         {"serve", rill::cli::add_serve(app)},
         {"plan", rill::cli::add_plan(app)},
         {"perplexity", rill::cli::add_perplexity(app)},
+        {"imatrix", rill::cli::add_imatrix(app)},
     };
 
     try {

@@ -538,6 +538,8 @@ void matmul(std::span<const MatmulOutput> outputs, const float* in, int n_tokens
     // Outputs that read the same input may still go different ways (Q4_K_M mixes Q4_K and Q6_K).
     std::vector<MatmulOutput> by_backend[kGemmBackendCount];
     s.pending.clear();
+    if (s.observer)
+        for (const MatmulOutput& o : outputs) s.observer->inputs(o.weight, in, n_tokens);
     for (const MatmulOutput& o : outputs) {
         const GemmBackend b = choose_gemm(s.gemm, o.weight.type(), n_tokens, s.gemm_min_tokens, s.path, s.onednn_bf16, s.table.get());
         if (b == GemmBackend::Native) s.pending.push_back({o.weight, in, n_tokens, o.out});
@@ -553,6 +555,7 @@ void matmul(std::span<const MatmulTask> tasks, MatmulScratch& s) {
     s.pending.clear();
     for (const MatmulTask& task : tasks) {
         if (task.n_tokens <= 0) continue;
+        if (s.observer) s.observer->inputs(task.weight, task.in, task.n_tokens);
         const GemmBackend b = choose_gemm(s.gemm, task.weight.type(), task.n_tokens, s.gemm_min_tokens, s.path, s.onednn_bf16, s.table.get());
         if (b == GemmBackend::Native) {
             s.pending.push_back(task);

@@ -81,6 +81,16 @@ struct Prepare {
     int token;
 };
 
+// Sees each weight's float inputs before they are multiplied: `rill imatrix` sums their squares per
+// column. Called on the calling thread, once per weight and call (experts: once per chosen expert).
+class MatmulObserver {
+public:
+    virtual void inputs(const Weight& weight, const float* in, int n_tokens) = 0;
+
+protected:
+    ~MatmulObserver() = default;
+};
+
 // Buffers reused across calls, so decoding allocates nothing per token.
 struct MatmulScratch {
     simd::KernelPath path = simd::KernelPath::Reference;
@@ -108,6 +118,7 @@ struct MatmulScratch {
     std::vector<Prepare> prepares;         // the (input, format, token) activations to prepare
     std::vector<MatmulTask> pending;       // the tasks that go to the decode kernels
     WorkRanges ranges;                     // a few tokens' chunks, shared out among the team
+    MatmulObserver* observer = nullptr;    // not owned; null but while an importance matrix is collected
 
     MatmulScratch() = default;
     MatmulScratch(simd::KernelPath path, int n_threads, size_t widest_row, GemmBackend gemm = GemmBackend::Auto);

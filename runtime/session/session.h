@@ -117,6 +117,8 @@ public:
     simd::KernelPath kernel_path() const { return scratch_.path; }
     GemmBackend gemm_backend() const { return scratch_.gemm; }
     const Model& model() const { return model_; }
+    // Shows every matrix product's inputs to `observer` (not owned; null stops it) until changed.
+    void observe_matmuls(MatmulObserver* observer) { scratch_.observer = observer; }
     const KvCache& kv_cache() const { return kv_; }
     const RecurrentState& recurrent_state() const { return recurrent_; }
     // Expert weight bytes the evaluations so far have read (a mixture of experts reads only the

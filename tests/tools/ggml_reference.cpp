@@ -9,7 +9,9 @@
 //   ggml_reference quantize-model IN OUT FTYPE [IMATRIX] [--pure]
 //                                                    llama_model_quantize (FTYPE: llama_ftype's number)
 //   ggml_reference imatrix-read FILE                 what llama.cpp's loader reads: one JSON line per entry
+//   ggml_reference imatrix-collect MODEL TEXT N_CTX  llama.cpp's forward pass collecting an imatrix (dense models)
 //   ggml_reference tensor-hashes FILE                {name: FNV-1a 64 of its bytes} as ggml's GGUF reader reads them
+#include "ggml-backend.h"
 #include "ggml.h"
 #include "gguf.h"
 #include "imatrix-loader.h"
@@ -346,6 +348,94 @@ int read_imatrix(const char* path) {
     return 0;
 }
 
+// llama-imatrix's collection, by llama.cpp's own forward pass: the eval callback sums the squares of
+// each "blk." weight's float inputs over products of at least 16 tokens, every chunk of n_ctx tokens
+// evaluated alone with its first token replaced by BOS. Dense models only. Prints what imatrix-read does.
+struct Collected {
+    std::map<std::string, std::vector<double>> sums;
+    std::map<std::string, int64_t> counts;
+    bool moe = false;
+};
+
+bool collect_inputs(ggml_tensor* t, bool ask, void* user) {
+    auto& c = *static_cast<Collected*>(user);
+    if (t->op == GGML_OP_MUL_MAT_ID) return c.moe = true, false;
+    if (t->op != GGML_OP_MUL_MAT) return false;
+    const ggml_tensor* w = t->src[0];
+    const ggml_tensor* x = t->src[1];
+    const std::string name = w->name;
+    if (ask) return x->ne[1] >= 16 && x->type == GGML_TYPE_F32 && name.rfind("blk.", 0) == 0;
+    std::vector<double>& sums = c.sums[name];
+    sums.resize(size_t(x->ne[0]));
+    int64_t rows = 0;
+    for (int64_t i3 = 0; i3 < x->ne[3]; ++i3)
+        for (int64_t i2 = 0; i2 < x->ne[2]; ++i2)
+            for (int64_t i1 = 0; i1 < x->ne[1]; ++i1, ++rows) {
+                const auto* row = reinterpret_cast<const float*>(static_cast<const char*>(x->data) + i1 * x->nb[1] + i2 * x->nb[2] + i3 * x->nb[3]);
+                for (int64_t j = 0; j < x->ne[0]; ++j) sums[size_t(j)] += double(row[j]) * double(row[j]);
+            }
+    c.counts[name] += rows;
+    return true;
+}
+
+int collect_imatrix(const char* model_path, const char* text_path, int n_ctx) {
+    llama_backend_init();
+    // The peer ships its CPU backends as loadable variants beside libggml (the script says where).
+    if (const char* dir = std::getenv("GGML_BACKEND_DIR")) ggml_backend_load_all_from_path(dir);
+    llama_model_params mp = llama_model_default_params();
+    llama_model* model = llama_model_load_from_file(model_path, mp);
+    if (!model) return 1;
+    Collected collected;
+    llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = cp.n_batch = cp.n_ubatch = uint32_t(n_ctx);
+    cp.n_threads = cp.n_threads_batch = 2;
+    cp.type_k = cp.type_v = GGML_TYPE_F32;
+    cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;  // float32 softmax and sums, as rill's attention
+    cp.cb_eval = collect_inputs;
+    cp.cb_eval_user_data = &collected;
+    llama_context* ctx = llama_init_from_model(model, cp);
+    if (!ctx) return 1;
+    const llama_vocab* vocab = llama_model_get_vocab(model);
+    std::string text;
+    if (FILE* f = std::fopen(text_path, "rb")) {
+        char buf[4096];
+        for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
+        std::fclose(f);
+    }
+    if (!text.empty() && text.back() == '\n') text.pop_back();
+    std::vector<llama_token> tokens(text.size() + 2);
+    const int n = llama_tokenize(vocab, text.data(), int32_t(text.size()), tokens.data(), int32_t(tokens.size()), true, false);
+    if (n < 2 * n_ctx) return 1;
+    llama_batch batch = llama_batch_init(n_ctx, 0, 1);
+    for (int c = 0; c + 1 <= n / n_ctx; ++c) {
+        llama_memory_clear(llama_get_memory(ctx), true);
+        batch.n_tokens = n_ctx;
+        for (int i = 0; i < n_ctx; ++i) {
+            batch.token[i] = i == 0 ? llama_vocab_bos(vocab) : tokens[size_t(c * n_ctx + i)];
+            batch.pos[i] = i;
+            batch.n_seq_id[i] = 1;
+            batch.seq_id[i][0] = 0;
+            batch.logits[i] = 1;
+        }
+        if (llama_decode(ctx, batch) != 0) return 1;
+    }
+    if (collected.moe) {
+        std::fprintf(stderr, "ggml_reference: imatrix-collect handles dense models only\n");
+        return 1;
+    }
+    std::printf("{\"chunk_count\":%d,\"chunk_size\":%d}\n", n / n_ctx, n_ctx);
+    for (const auto& [name, sums] : collected.sums) {
+        const int64_t count = collected.counts.at(name);
+        std::printf("{\"name\":\"%s\",\"counts\":[%lld],\"importance\":[", name.c_str(), (long long)count);
+        for (size_t i = 0; i < sums.size(); ++i) std::printf("%s%.9g", i ? "," : "", sums[i] / double(count));
+        std::printf("]}\n");
+    }
+    llama_batch_free(batch);
+    llama_free(ctx);
+    llama_model_free(model);
+    return 0;
+}
+
 int tensor_hashes(const char* path) {
     ggml_context* ctx = nullptr;
     gguf_init_params params{/*no_alloc=*/false, &ctx};
@@ -388,6 +478,7 @@ int main(int argc, char** argv) {
     }
     if (command == "imatrix-read" && argc == 3) return read_imatrix(argv[2]);
     if (command == "tensor-hashes" && argc == 3) return tensor_hashes(argv[2]);
+    if (command == "imatrix-collect" && argc == 5) return collect_imatrix(argv[2], argv[3], std::atoi(argv[4]));
     std::fprintf(stderr, "ggml_reference: unknown command %s\n", command.c_str());
     return 2;
 }
