@@ -8,12 +8,13 @@
 #include "progress.h"
 #include "runtime/base/error.h"
 #include "runtime/make/quantize_model.h"
+#include "runtime/quality/imatrix_file.h"
 
 namespace rill::cli {
 namespace {
 
 struct QuantizeFlags {
-    std::string input, output, type;
+    std::string input, output, type, imatrix;
     bool pure = false;
     int threads = 0;
 };
@@ -30,10 +31,22 @@ int quantize(const QuantizeFlags& f) {
     // Ctrl-C stops at the next chunk; the writer then removes its temporary file.
     const std::atomic<bool>& cancel_requested = interrupt_flag(true);
 
+    // llama-quantize's reading of either imatrix format: each entry's mean square per column.
+    QuantizeImportance importance;
+    if (!f.imatrix.empty()) {
+        const Imatrix m = read_imatrix(f.imatrix);
+        for (const auto& [name, entry] : m.entries) importance.by_name[name] = m.importance(name);
+        importance.file = f.imatrix;
+        importance.dataset = m.datasets.empty() ? "" : m.datasets.front();
+        importance.chunks = m.chunk_count;
+        std::fprintf(stderr, "imatrix: %zu entries from %s (%d chunks)\n", m.entries.size(), f.imatrix.c_str(), m.chunk_count);
+    }
+
     ProgressBar bar("quantizing");
     QuantizeOptions options;
     options.recipe = *recipe;
     options.pure = f.pure;
+    options.importance = f.imatrix.empty() ? nullptr : &importance;
     options.n_threads = f.threads;
     options.cancel = &cancel_requested;
     options.on_progress = [&](const QuantizeProgress& p) {
@@ -70,13 +83,18 @@ Action add_quantize(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand("quantize", "Quantize a model to a tensor type or one of llama.cpp's mixes");
     cmd->footer("Examples:\n  rill quantize model-f16.gguf model-q4_k_m.gguf Q4_K_M\n"
                 "  rill quantize model-f16.gguf model-q8_0.gguf Q8_0 --pure\n"
-                "Types: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K_S Q3_K_M Q3_K_L Q4_K_S Q4_K_M Q5_K_S Q5_K_M Q6_K\n"
-                "IQ4_NL IQ4_XS MXFP4_MOE TQ1_0 TQ2_0. The mixes give attn_v, ffn_down and the output matrix more bits, as\n"
-                "llama.cpp does. IQ1-IQ3 files are read, not yet written.");
+                "  rill imatrix -m model-f16.gguf -f calibration.txt -o model.imatrix.gguf\n"
+                "  rill quantize model-f16.gguf model-iq2_m.gguf IQ2_M --imatrix model.imatrix.gguf\n"
+                "Types: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q2_K_S Q3_K_S Q3_K_M Q3_K_L Q4_K_S Q4_K_M Q5_K_S Q5_K_M Q6_K\n"
+                "IQ4_NL IQ4_XS IQ3_M IQ3_S IQ3_XS IQ3_XXS IQ2_M IQ2_S IQ2_XS IQ2_XXS IQ1_M IQ1_S MXFP4_MOE TQ1_0 TQ2_0.\n"
+                "The mixes give attn_v, ffn_down and the output matrix more bits, as llama.cpp does. With --imatrix every\n"
+                "type that can use one does (the bytes are llama-quantize's with the same file); IQ1_S, IQ1_M, IQ2_XXS,\n"
+                "IQ2_XS, IQ2_S, IQ3_XXS and Q2_K_S need one.");
     cmd->add_option("IN", f->input, "the model to read (F32, F16 or BF16 is best)")->required()->check(CLI::ExistingFile);
     cmd->add_option("OUT", f->output, "the file to write; it appears only when complete")->required();
     cmd->add_option("TYPE", f->type, "the type or mix, e.g. Q4_K_M")->required();
     cmd->add_flag("--pure", f->pure, "give every matrix the one type (no mix rules)");
+    cmd->add_option("--imatrix", f->imatrix, "an importance matrix (rill imatrix or llama-imatrix; GGUF or .dat)")->check(CLI::ExistingFile);
     cmd->add_option("-t,--threads", f->threads, "threads (default: every core)")->check(CLI::Range(1, 1024));
     return [f] { return quantize(*f); };
 }

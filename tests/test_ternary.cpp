@@ -13,6 +13,7 @@
 #include "numeric.h"
 #include "runtime/make/quantize_model.h"
 #include "runtime/session/session.h"
+#include "llamacpp_compare.h"
 #include "shared_data.h"
 
 using namespace rill;
@@ -37,22 +38,6 @@ std::string quantized_golden(const std::string& type, bool pure) {
     return path;
 }
 
-std::string fnv1a64(const uint8_t* p, size_t n) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
-    char text[17];
-    std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h));
-    return text;
-}
-
-// Largest |a − b| over the tokens where llama.cpp's probability did not underflow (null there).
-double distance(const std::vector<double>& ours, const nlohmann::json& llama) {
-    double worst = 0;
-    for (size_t i = 0; i < ours.size(); ++i)
-        if (!llama[i].is_null()) worst = std::max(worst, std::abs(ours[i] - llama[i].get<double>()));
-    return worst;
-}
-
 }  // namespace
 
 TEST_CASE("quantizing the golden F32 model to TQ1_0 and TQ2_0 gives llama.cpp's tensor bytes, pure and mixed", "[quantize][iq]") {
@@ -66,7 +51,7 @@ TEST_CASE("quantizing the golden F32 model to TQ1_0 and TQ2_0 gives llama.cpp's 
             REQUIRE(ours.tensors().size() == hashes.size());
             for (const GgufTensor& t : ours.tensors()) {
                 INFO(t.name);
-                CHECK(fnv1a64(t.data, t.n_bytes) == hashes.at(t.name).get<std::string>());
+                CHECK(test::fnv1a64(t.data, t.n_bytes) == hashes.at(t.name).get<std::string>());
             }
         }
 }
@@ -89,7 +74,7 @@ TEST_CASE("on every kernel path rill's next-token log-probs on the TQ golden fil
             options.kv_types = KvType::F32;
             options.kernels = kernels;
             Session session(*model, options);
-            const double d = distance(test::log_softmax(session.eval(prompt)), expected()[type]["llamacpp_logprobs_last"]);
+            const double d = test::logprob_distance(test::log_softmax(session.eval(prompt)), expected()[type]["llamacpp_logprobs_last"]);
             CHECK(d < (kernels == simd::KernelPath::Reference ? 0.75 : 1e-3));
         }
     }

@@ -21,7 +21,8 @@ bool is_float_type(TensorType t) { return t == TensorType::F32 || t == TensorTyp
 
 void write_quantized_rows(GgufWriter& out, TensorType target, size_t n, size_t rows, const RowSource& source,
                           int threads, const std::atomic<bool>* cancel, TypeError& stats,
-                          const std::function<void(size_t rows_done)>& on_rows) {
+                          const std::function<void(size_t rows_done)>& on_rows, std::span<const float> importance,
+                          size_t rows_per_matrix) {
     const size_t out_row = row_bytes(target, n);
     const size_t chunk_rows = std::max<size_t>(1, kChunkElements / n);
     std::vector<float> original(std::min(chunk_rows, rows) * n), restored(original.size());
@@ -36,7 +37,8 @@ void write_quantized_rows(GgufWriter& out, TensorType target, size_t n, size_t r
             float* back = restored.data() + size_t(r) * n;
             uint8_t* dst = packed.data() + size_t(r) * out_row;
             source(first + size_t(r), src);
-            quantize_row(target, src, dst, n);
+            const float* weights = importance.empty() ? nullptr : importance.data() + (first + size_t(r)) / rows_per_matrix * n;
+            quantize_row(target, src, dst, n, weights);
             dequantize_row(target, dst, back, n);
             double e = 0;
             for (size_t i = 0; i < n; ++i) {
@@ -55,22 +57,50 @@ QuantizeSummary quantize_model(const GgufFile& input, const std::string& output_
     QuantizeSummary summary;
     summary.bytes_in = input.file_size();
     const int threads = options.n_threads > 0 ? options.n_threads : default_thread_count();
-    QuantMix mix = QuantMix::for_file(options.recipe, input, options.pure);
+    QuantMix mix = QuantMix::for_file(options.recipe, input, options.pure, options.importance != nullptr);
+    const QuantizeImportance* imatrix = options.importance;
 
     GgufWriter out(output_path, input.alignment());
     for (const auto& [key, value] : input.metadata()) {
         if (key == "general.alignment") continue;  // the writer sets it
         if (key == "general.file_type") continue;
+        if (options.importance && key.rfind("quantize.imatrix.", 0) == 0) continue;  // this run's, set below
         out.set_value(key, value);
     }
     out.set_u32("general.file_type", options.recipe.file_type);
+    if (imatrix) {
+        out.set_string("quantize.imatrix.file", imatrix->file);
+        if (!imatrix->dataset.empty()) out.set_string("quantize.imatrix.dataset", imatrix->dataset);
+        out.set_u32("quantize.imatrix.entries_count", uint32_t(imatrix->by_name.size()));
+        if (imatrix->chunks > 0) out.set_u32("quantize.imatrix.chunks_count", uint32_t(imatrix->chunks));
+    }
 
     std::vector<TensorType> targets;
+    std::vector<const std::vector<float>*> importance;  // per tensor: its columns' importance, or null
     QuantizeProgress progress;
     for (const GgufTensor& t : input.tensors()) {
         const TensorType target = mix.choose(t);
         if (!can_quantize(target) && target != t.type)
             throw Error("cannot write tensor type " + std::string(traits(target).name));
+        const std::vector<float>* found = nullptr;
+        if (imatrix && target != t.type) {
+            if (const auto it = imatrix->by_name.find(t.name); it != imatrix->by_name.end()) {
+                const uint64_t expected = t.ne[0] * t.ne[2];
+                if (it->second.size() == expected) found = &it->second;
+                else if (t.name != "token_embd.weight")  // llama.cpp ignores a mismatched embedding entry
+                    throw Error(imatrix->file + ": '" + t.name + "' has " + std::to_string(it->second.size()) +
+                                " importance values, the tensor's rows " + std::to_string(expected) + " (an imatrix of another model?)");
+            }
+        }
+        if (!found && target != t.type && tensor_needs_imatrix(t.name, target, options.recipe))
+            throw Error("tensor " + t.name + " would be " + std::string(traits(target).name) +
+                        ", which needs an importance matrix" + (imatrix ? " and " + imatrix->file + " has none for it" : ": make one with `rill imatrix` and pass --imatrix FILE"));
+        // ggml's IQ2_XXS, IQ2_XS and IQ1_S quantizers cannot run without one at all (llama-quantize aborts).
+        if (!found && target != t.type && needs_importance(target))
+            throw Error("tensor " + t.name + " would be " + std::string(traits(target).name) +
+                        ", which cannot be written without importance values for it" +
+                        (imatrix ? " (" + imatrix->file + " has none: token_embd never has any; use a mix rather than --pure)" : ""));
+        importance.push_back(found);
         if (tensor_is_quantizable(t) && !is_float_type(t.type) && target != t.type) summary.requantized = true;
         targets.push_back(target);
         out.add_tensor(t.name, target, std::vector<uint64_t>(t.ne.begin(), t.ne.begin() + t.n_dims));
@@ -100,7 +130,8 @@ QuantizeSummary quantize_model(const GgufFile& input, const std::string& output_
                 options.cancel, stats, [&](size_t done) {
                     progress.bytes_done = before + done * t.row_bytes();
                     if (options.on_progress) options.on_progress(progress);
-                });
+                },
+                importance[k] ? std::span<const float>(*importance[k]) : std::span<const float>(), size_t(t.ne[1]));
             progress.bytes_done = before;
         }
         progress.bytes_done += t.n_bytes;
