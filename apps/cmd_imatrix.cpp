@@ -33,6 +33,7 @@ struct ImatrixFlags {
     bool process_output = false;
     bool no_ppl = false;
     bool json = false;
+    bool show = false;
     SessionFlags session{.ctx = 512, .kv = {.both = "f32", .k = "", .v = ""}, .gemm = "onednn"};
 };
 
@@ -115,6 +116,13 @@ Imatrix merged_inputs(const ImatrixFlags& f) {
 
 int imatrix(const ImatrixFlags& f) {
     const bool dat = wants_dat(f);
+    if (f.show) {
+        if (f.in_files.empty() || !f.text_file.empty()) throw CLI::ValidationError("--show", "shows --in-file files; give no -f");
+        const Imatrix m = merged_inputs(f);
+        for (const auto& [name, e] : m.entries)
+            std::printf("%s\n", nlohmann::json{{"name", name}, {"counts", e.counts}, {"importance", m.importance(name)}}.dump().c_str());
+        return 0;
+    }
     if (f.text_file.empty()) {
         if (f.in_files.empty()) throw CLI::ValidationError("-f", "a text file is required (or --in-file to convert or merge files)");
         const Imatrix m = merged_inputs(f);
@@ -193,7 +201,8 @@ Action add_imatrix(CLI::App& app) {
         "the legacy .dat), so llama-quantize reads rill's and rill quantize reads llama-imatrix's.\n"
         "  rill imatrix -m model-f16.gguf -f calibration.txt -o model.imatrix.gguf\n"
         "  rill quantize model-f16.gguf model-iq2_xxs.gguf IQ2_XXS --imatrix model.imatrix.gguf\n"
-        "  rill imatrix --in-file old.dat -o old.gguf          (convert; several --in-file merge)");
+        "  rill imatrix --in-file old.dat -o old.gguf          (convert; several --in-file merge)\n"
+        "  rill imatrix --in-file model.imatrix.gguf --show     (what it holds, as JSON lines)");
     cmd->add_option("-m,--model", f->model.path, "GGUF model file (not needed with --in-file alone)")->check(CLI::ExistingFile);
     cmd->add_flag("--no-mmap", f->model.no_mmap, "read the weights into memory instead of memory-mapping the file");
     cmd->add_option("-f,--file", f->text_file, "the calibration text")->check(CLI::ExistingFile);
@@ -206,6 +215,7 @@ Action add_imatrix(CLI::App& app) {
         ->capture_default_str()->check(CLI::Range(0, 1 << 20));
     cmd->add_flag("--process-output", f->process_output, "also collect output.weight (llama-imatrix leaves it out by default)");
     cmd->add_flag("--no-ppl", f->no_ppl, "skip the perplexity (faster: no vocabulary projection but for the last token)");
+    cmd->add_flag("--show", f->show, "print the --in-file files' entries as JSON lines: name, token counts, and the importance a quantizer takes");
     cmd->add_flag("--json", f->json, "print one JSON object describing the result instead of the running perplexity");
     f->session.add_to(*cmd, "tokens per chunk (default 512, as llama-imatrix)");
     return [f] {

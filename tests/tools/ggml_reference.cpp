@@ -9,7 +9,7 @@
 //   ggml_reference quantize-model IN OUT FTYPE [IMATRIX] [--pure]
 //                                                    llama_model_quantize (FTYPE: llama_ftype's number)
 //   ggml_reference imatrix-read FILE                 what llama.cpp's loader reads: one JSON line per entry
-//   ggml_reference imatrix-collect MODEL TEXT N_CTX  llama.cpp's forward pass collecting an imatrix (dense models)
+//   ggml_reference imatrix-collect MODEL TEXT N_CTX  llama.cpp's forward pass collecting an imatrix
 //   ggml_reference tensor-hashes FILE                {name: FNV-1a 64 of its bytes} as ggml's GGUF reader reads them
 #include "ggml-backend.h"
 #include "ggml.h"
@@ -350,16 +350,38 @@ int read_imatrix(const char* path) {
 
 // llama-imatrix's collection, by llama.cpp's own forward pass: the eval callback sums the squares of
 // each "blk." weight's float inputs over products of at least 16 tokens, every chunk of n_ctx tokens
-// evaluated alone with its first token replaced by BOS. Dense models only. Prints what imatrix-read does.
+// evaluated alone with its first token replaced by BOS; experts always. Prints what imatrix-read does.
 struct Collected {
-    std::map<std::string, std::vector<double>> sums;
-    std::map<std::string, int64_t> counts;
-    bool moe = false;
+    std::map<std::string, std::vector<double>> sums;     // n_mat × columns
+    std::map<std::string, std::vector<int64_t>> counts;  // per matrix (expert)
 };
+
+// A mixture's experts (MUL_MAT_ID, always collected): each token's input row goes to the expert that
+// slot chose, and counts one token for it.
+void collect_experts(Collected& c, const ggml_tensor* t) {
+    const ggml_tensor* w = t->src[0];
+    const ggml_tensor* x = t->src[1];
+    const ggml_tensor* ids = t->src[2];
+    const int64_t n_as = w->ne[2], cols = x->ne[0];
+    std::vector<double>& sums = c.sums[w->name];
+    std::vector<int64_t>& counts = c.counts[w->name];
+    sums.resize(size_t(n_as * cols));
+    counts.resize(size_t(n_as));
+    for (int64_t slot = 0; slot < ids->ne[0]; ++slot)
+        for (int64_t token = 0; token < ids->ne[1]; ++token) {
+            const int32_t ex = *reinterpret_cast<const int32_t*>(static_cast<const char*>(ids->data) + token * ids->nb[1] + slot * ids->nb[0]);
+            const auto* row = reinterpret_cast<const float*>(static_cast<const char*>(x->data) + (slot % x->ne[1]) * x->nb[1] + token * x->nb[2]);
+            for (int64_t j = 0; j < cols; ++j) sums[size_t(ex * cols + j)] += double(row[j]) * double(row[j]);
+            ++counts[size_t(ex)];
+        }
+}
 
 bool collect_inputs(ggml_tensor* t, bool ask, void* user) {
     auto& c = *static_cast<Collected*>(user);
-    if (t->op == GGML_OP_MUL_MAT_ID) return c.moe = true, false;
+    if (t->op == GGML_OP_MUL_MAT_ID) {
+        if (!ask) collect_experts(c, t);
+        return true;
+    }
     if (t->op != GGML_OP_MUL_MAT) return false;
     const ggml_tensor* w = t->src[0];
     const ggml_tensor* x = t->src[1];
@@ -374,7 +396,8 @@ bool collect_inputs(ggml_tensor* t, bool ask, void* user) {
                 const auto* row = reinterpret_cast<const float*>(static_cast<const char*>(x->data) + i1 * x->nb[1] + i2 * x->nb[2] + i3 * x->nb[3]);
                 for (int64_t j = 0; j < x->ne[0]; ++j) sums[size_t(j)] += double(row[j]) * double(row[j]);
             }
-    c.counts[name] += rows;
+    c.counts[name].resize(1);
+    c.counts[name][0] += rows;
     return true;
 }
 
@@ -419,15 +442,17 @@ int collect_imatrix(const char* model_path, const char* text_path, int n_ctx) {
         }
         if (llama_decode(ctx, batch) != 0) return 1;
     }
-    if (collected.moe) {
-        std::fprintf(stderr, "ggml_reference: imatrix-collect handles dense models only\n");
-        return 1;
-    }
     std::printf("{\"chunk_count\":%d,\"chunk_size\":%d}\n", n / n_ctx, n_ctx);
     for (const auto& [name, sums] : collected.sums) {
-        const int64_t count = collected.counts.at(name);
-        std::printf("{\"name\":\"%s\",\"counts\":[%lld],\"importance\":[", name.c_str(), (long long)count);
-        for (size_t i = 0; i < sums.size(); ++i) std::printf("%s%.9g", i ? "," : "", sums[i] / double(count));
+        const std::vector<int64_t>& counts = collected.counts.at(name);
+        const size_t cols = sums.size() / counts.size();
+        std::printf("{\"name\":\"%s\",\"counts\":[", name.c_str());
+        for (size_t e = 0; e < counts.size(); ++e) std::printf("%s%lld", e ? "," : "", (long long)counts[e]);
+        std::printf("],\"importance\":[");  // llama-quantize's: the mean, 1 for an expert no token chose
+        for (size_t i = 0; i < sums.size(); ++i) {
+            const int64_t count = counts[i / cols];
+            std::printf("%s%.9g", i ? "," : "", count > 0 ? sums[i] / double(count) : 1.0);
+        }
         std::printf("]}\n");
     }
     llama_batch_free(batch);
