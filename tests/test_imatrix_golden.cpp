@@ -23,34 +23,38 @@ using namespace rill;
 
 namespace {
 
+const std::string kData = std::string(RILL_TEST_DATA_DIR) + "/iq/";
+
 const nlohmann::json& expected() {
-    static const nlohmann::json j =
-        nlohmann::json::parse(test::read_text(std::string(RILL_TEST_DATA_DIR) + "/iq/synth-llama-A.imatrix.json"));
+    static const nlohmann::json j = nlohmann::json::parse(test::read_text(kData + "synth-llama-A.imatrix.json"));
     return j;
 }
 
-const QuantizeImportance& importance() {
-    static const QuantizeImportance q = [] {
-        QuantizeImportance q;
-        q.file = std::string(RILL_TEST_DATA_DIR) + "/iq/synth-llama-A.imatrix.gguf";
-        const Imatrix m = read_imatrix(q.file);
-        for (const auto& [name, e] : m.entries) q.by_name[name] = m.importance(name);
-        q.chunks = m.chunk_count;
-        return q;
-    }();
+QuantizeImportance importance_from(const std::string& file) {
+    QuantizeImportance q;
+    q.file = file;
+    const Imatrix m = read_imatrix(file);
+    for (const auto& [name, e] : m.entries) q.by_name[name] = m.importance(name);
+    q.chunks = m.chunk_count;
     return q;
 }
 
-std::string quantized_golden(const std::string& mix, int threads) {
+// `model` quantized to `mix` with `imatrix`, into a temporary file the caller removes.
+std::string quantized(const std::string& model, const std::string& mix, const QuantizeImportance& imatrix, int threads) {
     const std::string path = (std::filesystem::temp_directory_path() /
                               ("rill-imatrix-" + std::to_string(::getpid()) + "-" + mix + "-" + std::to_string(threads) + ".gguf"))
                                  .string();
     QuantizeOptions options;
     options.recipe = *find_recipe(mix);
-    options.importance = &importance();
+    options.importance = &imatrix;
     options.n_threads = threads;
-    quantize_model(GgufFile::open(test::shared_path("golden/synth-llama-A.F32.gguf")), path, options);
+    quantize_model(GgufFile::open(model), path, options);
     return path;
+}
+
+std::string quantized_golden(const std::string& mix, int threads) {
+    static const QuantizeImportance golden = importance_from(kData + "synth-llama-A.imatrix.gguf");
+    return quantized(test::shared_path("golden/synth-llama-A.F32.gguf"), mix, golden, threads);
 }
 
 // Tensors whose bytes differ from llama.cpp's file, by name.
@@ -71,6 +75,19 @@ TEST_CASE("with the golden imatrix every i-quant mix and every imatrix-steered m
     for (const auto& [mix, e] : expected()["mixes"].items()) {
         INFO(mix);
         const std::string path = quantized_golden(mix, 2);
+        CHECK(differing_tensors(path, e["hashes"]).empty());
+        std::filesystem::remove(path);
+    }
+}
+
+TEST_CASE("a mixture of 8 experts quantized with its imatrix is llama.cpp's file byte for byte, per-expert importance and 8-expert rules included",
+          "[quantize][imatrix]") {
+    // tests/data/iq/qwen3moe-A.imatrix.json: llama_model_quantize of ../shared/arch/qwen3moe-A.gguf.
+    const nlohmann::json moe = nlohmann::json::parse(test::read_text(kData + "qwen3moe-A.imatrix.json"));
+    const QuantizeImportance imatrix = importance_from(kData + "qwen3moe-A.imatrix.gguf");
+    for (const auto& [mix, e] : moe["mixes"].items()) {
+        INFO(mix);
+        const std::string path = quantized(test::shared_path("arch/qwen3moe-A.gguf"), mix, imatrix, 2);
         CHECK(differing_tensors(path, e["hashes"]).empty());
         std::filesystem::remove(path);
     }

@@ -151,13 +151,14 @@ TensorType QuantMix::choose(const std::string& name, uint32_t n_dims, uint64_t r
         else if ((r == "IQ4_NL" || r == "IQ4_XS") && n_gqa_ >= 4) type = T::Q5_K;
         else if ((r == "Q4_K_M" || r == "Q5_K_M") && use_more_bits(i, n_attn_v_)) type = T::Q6_K;
         else if (r == "Q4_K_S" && i < 4) type = T::Q5_K;
+        if (n_expert_ == 8) type = T::Q8_0;  // an 8-expert mixture's attention is a small share of its bytes
     } else if (name.find("ffn_down") != std::string::npos) {  // experts' too, as llama.cpp's category
         const int i = i_ffn_down_++, n = n_ffn_down_;
         if (r == "Q2_K") type = T::Q3_K;
         else if (r == "Q2_K_S") type = i < n / 8 ? T::Q4_K : type;
         else if (r == "IQ3_XXS" && !has_imatrix_) type = i < n / 8 ? T::Q4_K : T::Q3_K;
         else if (r == "Q3_K_M") type = i < n / 16 ? T::Q5_K : T::Q4_K;
-        else if (r == "IQ3_M" && i < n / 8) type = T::Q4_K;
+        else if (r == "IQ3_M" && (i < n / 8 || (n_expert_ == 8 && use_more_bits(i, n)))) type = T::Q4_K;
         else if (r == "Q3_K_L") type = T::Q5_K;
         else if (r == "Q4_K_M") type = use_more_bits(i, n) ? T::Q6_K : type;
         // With an importance matrix llama.cpp trusts IQ4 in the first layers' ffn_down.
@@ -171,12 +172,16 @@ TensorType QuantMix::choose(const std::string& name, uint32_t n_dims, uint64_t r
         else if (r == "Q4_K_M") type = T::Q5_K;
         else if (r == "Q5_K_M") type = T::Q6_K;
     } else if (name.find("attn_output.weight") != std::string::npos) {
-        if (r == "Q2_K") type = T::Q3_K;
+        if (n_expert_ == 8) {
+            for (const char* bumped : {"Q2_K", "IQ3_XS", "IQ3_XXS", "Q3_K_S", "Q3_K_M", "IQ4_NL", "Q4_K_S", "Q4_K_M", "IQ3_S", "IQ3_M", "IQ4_XS"})
+                if (r == bumped) type = T::Q5_K;
+        } else if (r == "Q2_K") type = T::Q3_K;
         else if (r == "IQ3_XXS") type = T::IQ3_S;
         else if (r == "Q3_K_M" || r == "IQ3_M") type = T::Q4_K;
         else if (r == "Q3_K_L") type = T::Q5_K;
     } else if (name.find("attn_k.weight") != std::string::npos || name.find("attn_q.weight") != std::string::npos) {
-        if (r == "IQ3_XS") type = T::IQ3_XXS;
+        if (n_expert_ == 8 && name.find("attn_k.weight") != std::string::npos) type = T::Q8_0;
+        else if (r == "IQ3_XS") type = T::IQ3_XXS;
         else if (r == "IQ3_XXS") type = T::IQ2_S;
     } else if (name.find("ffn_gate") != std::string::npos || name.find("ffn_up") != std::string::npos) {
         // IQ3_XS: the middle three quarters of the layers' gate and up one step down.
