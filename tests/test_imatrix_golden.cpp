@@ -80,17 +80,26 @@ TEST_CASE("with the golden imatrix every i-quant mix and every imatrix-steered m
     }
 }
 
-TEST_CASE("a mixture of 8 experts quantized with its imatrix is llama.cpp's file byte for byte, per-expert importance and 8-expert rules included",
-          "[quantize][imatrix]") {
-    // tests/data/iq/qwen3moe-A.imatrix.json: llama_model_quantize of ../shared/arch/qwen3moe-A.gguf.
-    const nlohmann::json moe = nlohmann::json::parse(test::read_text(kData + "qwen3moe-A.imatrix.json"));
-    const QuantizeImportance imatrix = importance_from(kData + "qwen3moe-A.imatrix.gguf");
-    for (const auto& [mix, e] : moe["mixes"].items()) {
-        INFO(mix);
-        const std::string path = quantized(test::shared_path("arch/qwen3moe-A.gguf"), mix, imatrix, 2);
+// tests/data/iq/<family>-A.imatrix.json: llama_model_quantize of ../shared/arch/<family>-A.gguf with the
+// imatrix beside it.
+static void check_family_mixes(const std::string& family) {
+    const nlohmann::json files = nlohmann::json::parse(test::read_text(kData + family + "-A.imatrix.json"));
+    const QuantizeImportance imatrix = importance_from(kData + family + "-A.imatrix.gguf");
+    for (const auto& [mix, e] : files["mixes"].items()) {
+        INFO(family << " " << mix);
+        const std::string path = quantized(test::shared_path("arch/" + family + "-A.gguf"), mix, imatrix, 2);
         CHECK(differing_tensors(path, e["hashes"]).empty());
         std::filesystem::remove(path);
     }
+}
+
+TEST_CASE("a mixture of 8 experts quantized with its imatrix is llama.cpp's file byte for byte, per-expert importance and 8-expert rules included",
+          "[quantize][imatrix]") {
+    check_family_mixes("qwen3moe");
+}
+
+TEST_CASE("a fused Q|K|V matrix gets attn_v's rules, byte for byte as llama.cpp's current mixes", "[quantize][imatrix]") {
+    check_family_mixes("phi3");
 }
 
 TEST_CASE("quantizing with an imatrix on one thread gives the bytes two give", "[quantize][imatrix]") {

@@ -90,7 +90,7 @@ QuantMix::QuantMix(const QuantRecipe& recipe, bool pure, int n_gqa, bool tied, c
                    bool has_imatrix)
     : recipe_(recipe), pure_(pure), tied_embeddings_(tied), n_gqa_(n_gqa), n_expert_(n_expert), has_imatrix_(has_imatrix) {
     for (const std::string& name : names) {
-        n_attn_v_ += name.find("attn_v.weight") != std::string::npos;
+        n_attn_v_ += name.find("attn_v.weight") != std::string::npos || name.find("attn_qkv.weight") != std::string::npos;
         n_ffn_down_ += name.find("ffn_down") != std::string::npos && ends_with(name, "weight");
         n_ffn_gate_ += name.find("ffn_gate") != std::string::npos && name.find("ffn_gate_inp") == std::string::npos && ends_with(name, "weight");
         n_ffn_up_ += name.find("ffn_up") != std::string::npos && ends_with(name, "weight");
@@ -139,7 +139,8 @@ TensorType QuantMix::choose(const std::string& name, uint32_t n_dims, uint64_t r
             else if (r == "IQ1_S" || r == "IQ1_M") type = T::IQ2_XXS;
             else if (iq2_sm) type = T::IQ3_S;
         }
-    } else if (name.find("attn_v.weight") != std::string::npos) {
+    } else if (name.find("attn_v.weight") != std::string::npos || name.find("attn_qkv.weight") != std::string::npos) {
+        // A fused Q|K|V (phi3) counts as attn_v, as llama.cpp's current rules take it.
         const int i = i_attn_v_++;
         if (r == "Q2_K") type = n_gqa_ >= 4 ? T::Q4_K : T::Q3_K;
         else if (r == "Q2_K_S" && n_gqa_ >= 4) type = T::Q4_K;
@@ -167,10 +168,6 @@ TensorType QuantMix::choose(const std::string& name, uint32_t n_dims, uint64_t r
         else if (r == "Q4_K_S" && i < n / 8) type = T::Q5_K;
         // Q4_0/Q5_0 with an importance matrix: the first eighth of ffn_down one step up, against outliers.
         else if ((r == "Q4_0" || r == "Q5_0") && has_imatrix_ && i < n / 8) type = r == "Q4_0" ? T::Q4_1 : T::Q5_1;
-    } else if (name.find("attn_qkv.weight") != std::string::npos) {  // fused Q|K|V (phi3)
-        if (r == "Q3_K_M" || r == "Q3_K_L") type = T::Q4_K;
-        else if (r == "Q4_K_M") type = T::Q5_K;
-        else if (r == "Q5_K_M") type = T::Q6_K;
     } else if (name.find("attn_output.weight") != std::string::npos) {
         if (n_expert_ == 8) {
             for (const char* bumped : {"Q2_K", "IQ3_XS", "IQ3_XXS", "Q3_K_S", "Q3_K_M", "IQ4_NL", "Q4_K_S", "Q4_K_M", "IQ3_S", "IQ3_M", "IQ4_XS"})
