@@ -47,13 +47,14 @@ constexpr int kMinTokens = 16;
 class Collection final : public MatmulObserver {
 public:
     Collection(const Model& m, bool process_output, ImatrixCollector& sink) : process_output_(process_output), sink_(sink) {
+        std::unordered_set<std::string> seen;  // (name, expert) pairs already listed
         for (const LayerWeights& L : m.layers)
             for (const std::vector<Weight>* experts : {&L.gate_exps, &L.up_exps, &L.down_exps})
                 for (size_t x = 0; x < experts->size(); ++x) {
                     const std::string& slice = (*experts)[x].tensor->name;
                     std::string name = slice.substr(0, slice.find('['));
                     // gemma4's fused gate|up: both halves read the same inputs; llama.cpp sees one tensor.
-                    if (!seen_.insert(name + "#" + std::to_string(x)).second) continue;
+                    if (!seen.insert(name + "#" + std::to_string(x)).second) continue;
                     experts_[(*experts)[x].tensor] = {std::move(name), int(x), int(experts->size())};
                 }
     }
@@ -77,7 +78,6 @@ private:
     bool process_output_;
     ImatrixCollector& sink_;
     std::unordered_map<const GgufTensor*, Expert> experts_;
-    std::unordered_set<std::string> seen_;
 };
 
 bool wants_dat(const ImatrixFlags& f) {

@@ -10,11 +10,10 @@ void ImatrixCollector::add(const std::string& name, int matrix, int n_matrices, 
     if (n_tokens <= 0) return;
     Sums& s = sums_[name];
     if (s.tokens.empty()) {
-        s.cols = cols;
         s.squares.assign(size_t(n_matrices) * size_t(cols), 0.0);
         s.tokens.assign(size_t(n_matrices), 0);
     }
-    if (s.cols != cols || s.tokens.size() != size_t(n_matrices) || matrix < 0 || matrix >= n_matrices)
+    if (s.squares.size() != size_t(n_matrices) * size_t(cols) || s.tokens.size() != size_t(n_matrices) || matrix < 0 || matrix >= n_matrices)
         throw Error("imatrix: " + name + " was multiplied with inputs of two shapes");
     double* squares = s.squares.data() + size_t(matrix) * size_t(cols);
     for (int t = 0; t < n_tokens; ++t) {

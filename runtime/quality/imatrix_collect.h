@@ -24,7 +24,6 @@ public:
 
 private:
     struct Sums {
-        int cols = 0;
         std::vector<double> squares;   // n_matrices × cols
         std::vector<int64_t> tokens;   // per matrix
     };
